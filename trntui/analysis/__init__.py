@@ -1,0 +1,1 @@
+"""Analyses over a `Profile`: plain data out, no UI imports."""

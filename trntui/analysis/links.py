@@ -1,0 +1,193 @@
+"""Who launched what: frontend op ← runtime call ← device row, with the rule that matched each link.
+
+Rules, in order (kineto-traces.md §8, §11): `External id` of the runtime/device row names a frontend op;
+else the device row's `correlation` names a runtime call, whose op is used; else the innermost frontend op
+on the runtime call's thread that contains it (old traces whose External ids are broken).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trntui.model import categories as C
+from trntui.model.profile import NO_ID, EventKind, Profile
+
+
+class Rule(enum.IntEnum):
+    NONE = 0
+    EXTERNAL_ID = 1
+    CORRELATION = 2
+    CONTAINMENT = 3
+    FLOW = 4
+
+    @property
+    def label(self) -> str:
+        return {0: "unlinked", 1: "External id", 2: "correlation", 3: "time containment", 4: "flow"}[int(self)]
+
+
+@dataclass
+class Links:
+    """Link indexes over a profile's events (arrays are per event, -1 where not applicable)."""
+
+    frontend: np.ndarray
+    """Mask: frontend ops (`cpu_op`, `user_annotation`): what key_averages and chains start from."""
+    runtime: np.ndarray
+    """Mask: host runtime/driver rows (cudaLaunchKernel, privateuse1_*)."""
+    device: np.ndarray
+    """Mask: device-typed rows (kernels, memcpy, memset, gpu annotations, syncs)."""
+    op_of: np.ndarray
+    """For runtime and device rows: the frontend op that launched them."""
+    rule: np.ndarray
+    """`Rule` used for `op_of`."""
+    runtime_of: np.ndarray
+    """For device rows: the runtime call with the same correlation id."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Rule label → number of device rows linked by it (shown in the UI, so users can trust the table)."""
+    _children: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def launched_by(self, i: int, which: str = "op") -> np.ndarray:
+        """Events linked to event `i`: rows whose op is `i` (which="op") or device rows of runtime `i`."""
+        if which not in self._children:
+            src = self.op_of if which == "op" else self.runtime_of
+            idx = np.nonzero(src >= 0)[0]
+            keys = src[idx]
+            order = np.argsort(keys, kind="stable")
+            self._children[which] = (keys[order], idx[order])
+        keys, idx = self._children[which]
+        a = np.searchsorted(keys, i, side="left")
+        b = np.searchsorted(keys, i, side="right")
+        return idx[a:b]
+
+
+def _lookup(sorted_keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """values[k] where sorted_keys[k] == query, else -1 (vectorised dict lookup)."""
+    if len(sorted_keys) == 0 or len(queries) == 0:
+        return np.full(len(queries), NO_ID, np.int64)
+    pos = np.searchsorted(sorted_keys, queries)
+    pos = np.minimum(pos, len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == queries
+    return np.where(hit, values[pos], NO_ID)
+
+
+def thread_keys(profile: Profile) -> np.ndarray:
+    """Per event: an int64 key of its (pid, tid) host thread / stream."""
+    cached = profile.cache.get("thread_keys")
+    if cached is None:
+        lane_key = np.array(
+            [(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0], dtype=np.int64
+        )
+        cached = lane_key[profile.lane] if len(profile) else np.empty(0, np.int64)
+        profile.cache["thread_keys"] = cached
+    return cached
+
+
+def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each query event, the innermost candidate event on the same thread key that contains it."""
+    out = np.full(len(queries), NO_ID, np.int64)
+    if len(queries) == 0 or len(candidates) == 0:
+        return out
+    start, end = profile.start, profile.end
+    corder = candidates[np.lexsort((-(end[candidates] - start[candidates]), start[candidates], keys[candidates]))]
+    ck = keys[corder]
+    for t in np.unique(keys[queries]).tolist():
+        a = np.searchsorted(ck, t, side="left")
+        b = np.searchsorted(ck, t, side="right")
+        if a == b:
+            continue
+        group = corder[a:b]
+        gs = start[group]
+        ge = end[group]
+        qsel = np.nonzero(keys[queries] == t)[0]
+        qs = start[queries[qsel]]
+        qe = end[queries[qsel]]
+        right = np.searchsorted(gs, qs, side="right")
+        for j, r, s0, e0 in zip(qsel.tolist(), right.tolist(), qs.tolist(), qe.tolist()):
+            k = r - 1
+            steps = 0
+            while k >= 0 and steps < 512:
+                if ge[k] >= e0 and gs[k] <= s0 and group[k] != queries[j]:
+                    out[j] = group[k]
+                    break
+                k -= 1
+                steps += 1
+    return out
+
+
+def build_links(profile: Profile) -> Links:
+    """Compute (once, cached on the profile) the op ← runtime ← device links."""
+    cached = profile.cache.get("links")
+    if cached is not None:
+        return cached
+    n = len(profile)
+    complete = profile.kind == EventKind.COMPLETE
+    frontend = profile.cat_mask(C.OPS) & complete
+    runtime = profile.cat_mask(C.RUNTIME | {C.PRIVATEUSE1_DISPATCH, C.PRIVATEUSE1_DRIVER}) & complete
+    device = profile.cat_mask(C.DEVICE_TYPED) & complete
+    op_of = np.full(n, NO_ID, np.int64)
+    rule = np.zeros(n, np.int8)
+    runtime_of = np.full(n, NO_ID, np.int64)
+    keys = thread_keys(profile)
+
+    ext = profile.ext
+    corr = profile.corr
+    ops = np.nonzero(frontend & (ext > 0))[0]
+    op_ext = ext[ops]
+    o = np.argsort(op_ext, kind="stable")
+    op_ext_sorted, ops_sorted = op_ext[o], ops[o]
+
+    # runtime rows -> op
+    rt = np.nonzero(runtime)[0]
+    if len(rt):
+        cand = _lookup(op_ext_sorted, ops_sorted, ext[rt])
+        cand = np.where(ext[rt] > 0, cand, NO_ID)
+        ok = cand >= 0
+        # a runtime row whose External id equals its own correlation is the old broken form; trust it only
+        # when that op really contains the call
+        suspicious = ok & (ext[rt] == corr[rt])
+        if suspicious.any():
+            c = cand[suspicious]
+            r = rt[suspicious]
+            contains = (profile.start[c] <= profile.start[r]) & (profile.end[c] >= profile.end[r]) & (keys[c] == keys[r])
+            bad = np.nonzero(suspicious)[0][~contains]
+            cand[bad] = NO_ID
+            ok = cand >= 0
+        op_of[rt[ok]] = cand[ok]
+        rule[rt[ok]] = Rule.EXTERNAL_ID
+        missing = rt[~ok]
+        if len(missing):
+            inner = innermost_containing(profile, missing, np.nonzero(frontend)[0], keys)
+            hit = inner >= 0
+            op_of[missing[hit]] = inner[hit]
+            rule[missing[hit]] = Rule.CONTAINMENT
+
+    # device rows -> runtime (correlation) and -> op
+    dv = np.nonzero(device)[0]
+    if len(dv):
+        rt_corr = corr[rt] if len(rt) else np.empty(0, np.int64)
+        rc = np.argsort(rt_corr, kind="stable")
+        runtime_of[dv] = np.where(corr[dv] > 0, _lookup(rt_corr[rc], rt[rc], corr[dv]), NO_ID)
+        by_ext = np.where(ext[dv] > 0, _lookup(op_ext_sorted, ops_sorted, ext[dv]), NO_ID)
+        broken = (ext[dv] == corr[dv]) & (runtime_of[dv] >= 0)
+        use_ext = (by_ext >= 0) & ~broken
+        via_rt = np.where(runtime_of[dv] >= 0, op_of[np.maximum(runtime_of[dv], 0)], NO_ID)
+        use_rt = ~use_ext & (via_rt >= 0)
+        op_of[dv[use_ext]] = by_ext[use_ext]
+        rule[dv[use_ext]] = Rule.EXTERNAL_ID
+        op_of[dv[use_rt]] = via_rt[use_rt]
+        rule[dv[use_rt]] = Rule.CORRELATION
+        rest = ~use_ext & ~use_rt & (by_ext >= 0)
+        op_of[dv[rest]] = by_ext[rest]
+        rule[dv[rest]] = Rule.EXTERNAL_ID
+
+    counts: dict[str, int] = {}
+    if len(dv):
+        for r in Rule:
+            c = int((rule[dv] == r).sum())
+            if c:
+                counts[r.label] = c
+    links = Links(frontend, runtime, device, op_of, rule, runtime_of, counts)
+    profile.cache["links"] = links
+    return links

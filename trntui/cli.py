@@ -1,0 +1,79 @@
+"""The `trntui` command line: a thin shell over the core. Subcommands live in `trntui.commands.*`.
+
+Every expected failure (missing file, unreadable trace, bad option) is one line on stderr and exit code 2;
+never a traceback (set TRNTUI_DEBUG=1 to see one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+from trntui import __version__
+
+COMMAND_MODULES = ("summary", "open", "profile", "info", "compare")
+"""Each `trntui.commands.<name>` module defines `register(subparsers)`; absent modules are skipped."""
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse's default prints usage too)
+        self.exit(EXIT_USAGE, f"trntui: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="trntui",
+        description="Terminal profiler explorer for PyTorch traces (Kineto trace.json, Neuron system traces).",
+    )
+    parser.add_argument("--version", action="version", version=f"trntui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        modname = f"trntui.commands.{name}"
+        if importlib.util.find_spec(modname) is None:
+            continue
+        importlib.import_module(modname).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from trntui.errors import TrntuiError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except TrntuiError as exc:
+        _fail(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _fail("interrupted")
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the promise is: no tracebacks for users
+        if os.environ.get("TRNTUI_DEBUG"):
+            raise
+        _fail(f"unexpected {type(exc).__name__}: {exc} (set TRNTUI_DEBUG=1 for details)")
+        return EXIT_USAGE
+
+
+def _fail(message: str) -> None:
+    from trntui.textsafe import safe_text
+
+    print(f"trntui: error: {safe_text(message)}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

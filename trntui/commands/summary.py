@@ -1,0 +1,72 @@
+"""`trntui summary PATH`: torch's key_averages table, read from saved traces."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "summary",
+        help="print the key_averages table of a trace or profile directory",
+        description="Print torch's key_averages table rebuilt from a trace.json(.gz) or a profile directory "
+        "(every run in it, one table each).",
+    )
+    p.add_argument("path", help="trace file or profile directory")
+    p.add_argument(
+        "--sort",
+        default="self_device_time_total",
+        help="sort key as torch names it: self_cpu_time_total, cpu_time_total, self_device_time_total "
+        "(aliases self_cuda_time_total, self_privateuse1_time_total), device_time_total, count, name "
+        "(default: self_device_time_total, or self_cpu_time_total when there is no device time)",
+    )
+    p.add_argument("--limit", type=int, default=100, help="rows per table (default 100; -1 for all)")
+    p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
+    p.add_argument("--group-by-input-shapes", action="store_true", help="one row per (name, input shapes)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from trntui.analysis.key_averages import key_averages, normalize_sort_key
+    from trntui.errors import LoadError, TrntuiError
+    from trntui.loaders import find_runs, load_run
+    from trntui.report import json_document, render
+
+    try:
+        sort = normalize_sort_key(args.sort)
+    except ValueError as exc:
+        raise TrntuiError(str(exc)) from None
+    limit = None if args.limit is not None and args.limit < 0 else args.limit
+    runs = find_runs(Path(args.path))
+    many = len(runs) > 1
+    docs = []
+    failures = 0
+    for run in runs:
+        try:
+            profile = load_run(run)
+        except LoadError as exc:
+            if not many:
+                raise
+            failures += 1
+            print(f"trntui: error: {exc}", file=sys.stderr)
+            continue
+        table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes)
+        run_sort = sort
+        if sort.startswith(("self_device", "device")) and not table.has_device:
+            run_sort = "self_cpu_time_total" if sort.startswith("self") else "cpu_time_total"
+        title = run.name if many else None
+        if args.format == "json" and many:
+            docs.append(json_document(profile, table, run_sort, limit, title))
+            continue
+        out = render(profile, table, args.format, run_sort, limit, args.group_by_input_shapes, title)
+        sys.stdout.write(out)
+        if many and args.format in ("table", "markdown"):
+            sys.stdout.write("\n")
+    if docs:
+        import json
+
+        sys.stdout.write(json.dumps({"runs": docs}, indent=1) + "\n")
+    return 2 if failures and failures == len(runs) else 0

@@ -1,0 +1,46 @@
+"""Loaders: files and profile directories → `Profile`.
+
+`find_runs(path)` says what a path holds (one run per variant/rank); `load_run(run)` reads one;
+`load_profile(path)` does both when the path holds exactly one run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trntui.errors import LoadError
+from trntui.loaders.discover import Run, find_runs
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import Profile, ProfileMeta
+
+__all__ = ["Run", "find_runs", "load_run", "load_profile", "load_path"]
+
+
+def load_run(run: Run) -> Profile:
+    """Read every readable file of one run into one `Profile`."""
+    builder = ProfileBuilder(ProfileMeta())
+    from trntui.loaders.kineto import load_kineto_into
+
+    for trace in run.framework_traces:
+        load_kineto_into(trace, builder)
+    for loader in run.extra_loaders:
+        loader(builder)
+    profile = builder.finish()
+    profile.meta.trace_meta.setdefault("run_name", run.name)
+    if run.manifest:
+        profile.meta.trace_meta["manifest"] = run.manifest
+    return profile
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Load a trace file, or a directory holding exactly one run."""
+    runs = find_runs(Path(path))
+    if len(runs) > 1:
+        names = ", ".join(r.name for r in runs[:6])
+        raise LoadError(path, f"holds {len(runs)} runs ({names}{', ...' if len(runs) > 6 else ''}); pick one")
+    return load_run(runs[0])
+
+
+def load_path(path: str | Path) -> list[tuple[Run, Profile]]:
+    """Every run under `path`, loaded."""
+    return [(run, load_run(run)) for run in find_runs(Path(path))]

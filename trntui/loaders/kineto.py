@@ -1,0 +1,571 @@
+"""Load torch.profiler / Kineto chrome traces (`trace.json`, `.json.gz`) into a `Profile`.
+
+One typed msgspec pass decodes the events with `args` kept raw; the few args keys needed for linking
+(External id, correlation) are decoded in one batch; the rest are parsed per event on demand.
+Handles the object and bare-array forms, `X`/`B`/`E`/`i`/`s`/`f`/`M` phases, the three timestamp regimes
+(`baseTimeNanoseconds` relative µs, epoch float µs, epoch int µs), legacy categories and flow names, and
+string pids. Partial overlaps are kept; unpaired flow halves are counted, not fatal.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, Iterable
+
+import msgspec
+import numpy as np
+
+from trntui.errors import LoadError
+from trntui.loaders.jsonutil import read_bytes, repair_json
+from trntui.model import categories as C
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import NO_ID, EventKind, Flows, Profile, ProfileMeta, Tier
+
+
+class Ev(msgspec.Struct, omit_defaults=True):
+    """One chrome trace event, as written by Kineto; `args` stays raw until someone asks."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    ts: float = 0.0
+    dur: float = 0.0
+    pid: int | str = 0
+    tid: int | str = 0
+    id: int | str | None = None
+    bp: str | None = None
+    s: str | None = None
+    args: msgspec.Raw | None = None
+
+
+class Trace(msgspec.Struct):
+    """The object form's top level. Unknown keys are ignored (they are user metadata)."""
+
+    traceEvents: list[Ev] = []
+    baseTimeNanoseconds: int | None = None
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+    trace_id: Any = None
+    record_shapes: Any = None
+    with_stack: Any = None
+    profile_memory: Any = None
+    host_name: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+
+
+class LinkArgs(msgspec.Struct):
+    """The args keys needed to link ops, runtime calls and device rows."""
+
+    ext: int | float | str | None = msgspec.field(name="External id", default=None)
+    ext_legacy: int | float | str | None = msgspec.field(name="external id", default=None)
+    corr: int | float | str | None = msgspec.field(name="correlation", default=None)
+
+
+_trace_decoder = msgspec.json.Decoder(Trace)
+_list_decoder = msgspec.json.Decoder(list[Ev])
+_ev_decoder = msgspec.json.Decoder(Ev)
+_raw_list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+_raw_dict_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_link_decoder = msgspec.json.Decoder(list[LinkArgs])
+_any_decoder = msgspec.json.Decoder()
+
+
+# ----------------------------------------------------------------------------------------------------
+# decoding
+# ----------------------------------------------------------------------------------------------------
+def decode_trace(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
+    """Events and top-level metadata from trace bytes, with a fallback chain for damaged files."""
+    stripped = data.lstrip()
+    if not stripped:
+        raise LoadError(path, "empty file")
+    first = stripped[:1]
+    if first not in (b"{", b"["):
+        raise LoadError(path, "not a chrome trace (expected a JSON object or array)")
+    try:
+        if first == b"[":
+            return _list_decoder.decode(data), {}
+        top = _trace_decoder.decode(data)
+        return top.traceEvents, _top_meta(top)
+    except msgspec.ValidationError:
+        return _decode_tolerant(data, path, meta)
+    except msgspec.DecodeError:
+        pass
+    # invalid JSON: truncated, control characters, bare N/A ...
+    try:
+        value, notes = repair_json(data)
+    except ValueError:
+        from trntui.loaders.recover import recover_truncated
+
+        events, top_meta, lost = recover_truncated(data)
+        if events is None:
+            raise LoadError(path, "not valid JSON and no complete events could be recovered") from None
+        meta.notes.append(f"file is truncated or damaged: recovered {len(events)} complete events before the cut")
+        if lost:
+            meta.skip("damaged or incomplete events at the cut", lost)
+        return events, top_meta
+    meta.notes.extend(f"repaired: {n}" for n in notes)
+    return _decode_tolerant(msgspec.json.encode(value), path, meta)
+
+
+def _top_meta(top: Trace) -> dict[str, Any]:
+    out = {}
+    for field in top.__struct_fields__:
+        if field == "traceEvents":
+            continue
+        value = getattr(top, field)
+        if value is not None:
+            out[field] = value
+    return out
+
+
+def _decode_tolerant(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
+    """Decode event by event, coercing what can be coerced and counting what must be skipped."""
+    try:
+        if data.lstrip()[:1] == b"[":
+            raw_events = _raw_list_decoder.decode(data)
+            top_meta: dict[str, Any] = {}
+        else:
+            top = _raw_dict_decoder.decode(data)
+            raw = top.get("traceEvents")
+            if raw is None:
+                raise LoadError(path, "no 'traceEvents' key: not a chrome trace")
+            raw_events = _raw_list_decoder.decode(raw)
+            top_meta = {}
+            for key in ("baseTimeNanoseconds", "deviceProperties", "distributedInfo", "schemaVersion"):
+                if key in top:
+                    try:
+                        top_meta[key] = _any_decoder.decode(top[key])
+                    except msgspec.DecodeError:
+                        pass
+            base = top_meta.get("baseTimeNanoseconds")
+            if base is not None and not isinstance(base, int):
+                try:
+                    top_meta["baseTimeNanoseconds"] = int(base)
+                except (TypeError, ValueError):
+                    meta.notes.append("baseTimeNanoseconds is not an integer; ignored")
+                    del top_meta["baseTimeNanoseconds"]
+    except msgspec.ValidationError as exc:
+        raise LoadError(path, f"unexpected structure: {exc}") from None
+    events: list[Ev] = []
+    bad = 0
+    for raw in raw_events:
+        try:
+            events.append(_ev_decoder.decode(raw))
+            continue
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass
+        ev = _coerce_event(raw)
+        if ev is None:
+            bad += 1
+        else:
+            events.append(ev)
+    if bad:
+        meta.skip("events with unusable fields", bad)
+    return events, top_meta
+
+
+def _coerce_event(raw: Any) -> Ev | None:
+    """Best effort for an event with mistyped fields (numbers as strings, names as numbers)."""
+    try:
+        obj = _any_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    try:
+        ts = float(obj.get("ts", 0.0))
+        dur = float(obj.get("dur", 0.0) or 0.0)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(ts) and np.isfinite(dur)):
+        return None
+    pid = obj.get("pid", 0)
+    tid = obj.get("tid", 0)
+    pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else str(pid)
+    tid = tid if isinstance(tid, (int, str)) and not isinstance(tid, bool) else str(tid)
+    fid = obj.get("id")
+    fid = fid if isinstance(fid, (int, str)) or fid is None else str(fid)
+    args = obj.get("args")
+    return Ev(
+        ph=str(obj.get("ph", "")),
+        name=str(obj.get("name", "")),
+        cat=str(obj.get("cat", "")),
+        ts=ts,
+        dur=dur,
+        pid=pid,
+        tid=tid,
+        id=fid,
+        bp=None if obj.get("bp") is None else str(obj.get("bp")),
+        s=None if obj.get("s") is None else str(obj.get("s")),
+        args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else None,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# conversion helpers
+# ----------------------------------------------------------------------------------------------------
+def to_ns(values: np.ndarray) -> np.ndarray:
+    """µs floats → int64 ns, exact for integral µs (epoch ints) and rounded to the ns otherwise."""
+    whole = np.floor(values)
+    return whole.astype(np.int64) * 1000 + np.rint((values - whole) * 1000.0).astype(np.int64)
+
+
+class _IdMap:
+    """Maps int-or-string pids/tids to ints: strings get stable negative ids."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, int] = {}
+
+    def __call__(self, values: list[Any]) -> np.ndarray:
+        try:
+            return np.fromiter(values, np.int64, count=len(values))
+        except (TypeError, ValueError, OverflowError):
+            out = np.empty(len(values), np.int64)
+            for k, v in enumerate(values):
+                out[k] = self.one(v)
+            return out
+
+    def one(self, v: Any) -> int:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v if -(2**62) < v < 2**62 else hash(v) % (2**62)
+        s = str(v)
+        try:
+            return int(s)
+        except ValueError:
+            pass
+        k = self.strings.get(s)
+        if k is None:
+            k = self.strings[s] = -1000 - len(self.strings)
+        return k
+
+    def label(self, v: int) -> str | None:
+        for s, k in self.strings.items():
+            if k == v:
+                return s
+        return None
+
+
+def _to_id(v: Any) -> int:
+    if v is None or isinstance(v, bool):
+        return NO_ID
+    if isinstance(v, int):
+        return v if -(2**62) < v < 2**62 else NO_ID
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return NO_ID
+    if not np.isfinite(f):
+        return NO_ID
+    return int(f)
+
+
+def _link_columns(args: list[Any], meta: ProfileMeta) -> tuple[np.ndarray, np.ndarray]:
+    """External id and correlation per event, decoded from the raw args in one batch."""
+    n = len(args)
+    ext = np.full(n, NO_ID, np.int64)
+    corr = np.full(n, NO_ID, np.int64)
+    present = [k for k, a in enumerate(args) if a is not None]
+    if not present:
+        return ext, corr
+    blob = b"[" + b",".join([args[k] for k in present]) + b"]"
+    try:
+        decoded = _link_decoder.decode(blob)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        decoded = []
+        for k in present:
+            try:
+                decoded.append(_link_decoder.decode(b"[" + bytes(args[k]) + b"]")[0])
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                decoded.append(LinkArgs())
+    ext_vals = [d.ext if d.ext is not None else d.ext_legacy for d in decoded]
+    corr_vals = [d.corr for d in decoded]
+    idx = np.asarray(present, np.int64)
+    try:
+        ext[idx] = np.fromiter((NO_ID if v is None else v for v in ext_vals), np.int64, count=len(idx))
+    except (TypeError, ValueError, OverflowError):
+        ext[idx] = [_to_id(v) for v in ext_vals]
+    try:
+        corr[idx] = np.fromiter((NO_ID if v is None else v for v in corr_vals), np.int64, count=len(idx))
+    except (TypeError, ValueError, OverflowError):
+        corr[idx] = [_to_id(v) for v in corr_vals]
+    return ext, corr
+
+
+# ----------------------------------------------------------------------------------------------------
+# the loader
+# ----------------------------------------------------------------------------------------------------
+def load_kineto(path: str | Path, *, instance: str = "") -> Profile:
+    """Load one chrome trace file into a new `Profile`."""
+    builder = ProfileBuilder(ProfileMeta())
+    load_kineto_into(path, builder, instance=instance)
+    return builder.finish()
+
+
+def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str = "") -> None:
+    """Add one chrome trace file's events, lanes and flows to `builder` (to merge it with other sources)."""
+    path = Path(path)
+    meta = builder.meta
+    data, notes = read_bytes(path)
+    meta.notes.extend(f"{path.name}: {n}" for n in notes)
+    meta.sources.append(str(path))
+    events, top_meta = decode_trace(data, path, meta)
+    del data
+    add_events(events, top_meta, builder, path=path, instance=instance)
+
+
+def add_events(
+    events: list[Ev], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = ""
+) -> None:
+    """Convert decoded chrome events into builder batches (events, lanes, flows) and fill the metadata."""
+    meta = builder.meta
+    meta.trace_meta.update({k: v for k, v in top_meta.items() if k != "traceEvents"})
+    base = top_meta.get("baseTimeNanoseconds") or 0
+    if not isinstance(base, int):
+        base = 0
+    meta.base_ns = base
+    if not instance:
+        host = top_meta.get("host_name")
+        instance = str(host) if isinstance(host, str) else ""
+
+    n = len(events)
+    ph = np.array(list(map(attrgetter("ph"), events)), dtype=object) if n else np.empty(0, object)
+    idmap = _IdMap()
+
+    # --- metadata (M) events: process/thread names and sort order --------------------------------
+    is_m = ph == "M"
+    process_names: dict[int, str] = {}
+    process_labels: dict[int, str] = {}
+    thread_names: dict[tuple[int, int], str] = {}
+    process_sort: dict[int, int] = {}
+    thread_sort: dict[tuple[int, int], int] = {}
+    interesting = {"process_name", "thread_name", "process_labels", "process_sort_index", "thread_sort_index"}
+    for k in np.nonzero(is_m)[0].tolist():
+        ev = events[k]
+        if ev.name not in interesting or ev.args is None:
+            continue
+        try:
+            a = _any_decoder.decode(ev.args)
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(a, dict):
+            continue
+        pid = idmap.one(ev.pid)
+        if ev.name == "process_name":
+            process_names[pid] = str(a.get("name", ""))
+        elif ev.name == "process_labels":
+            process_labels[pid] = str(a.get("labels", ""))
+        elif ev.name == "thread_name":
+            thread_names[(pid, idmap.one(ev.tid))] = str(a.get("name", ""))
+        elif ev.name == "process_sort_index":
+            process_sort[pid] = _to_id(a.get("sort_index"))
+        elif ev.name == "thread_sort_index":
+            thread_sort[(pid, idmap.one(ev.tid))] = _to_id(a.get("sort_index"))
+
+    # --- interval events: X, i, and B/E pairs -----------------------------------------------------
+    is_x = (ph == "X") | (ph == "i") | (ph == "I")
+    keep = np.nonzero(is_x)[0]
+    sel = [events[k] for k in keep.tolist()]
+    be_idx = np.nonzero((ph == "B") | (ph == "E"))[0]
+    if len(be_idx):
+        sel.extend(_pair_begin_end([events[k] for k in be_idx.tolist()], meta))
+    other = n - int(is_m.sum()) - len(keep) - len(be_idx) - int(((ph == "s") | (ph == "f") | (ph == "t")).sum())
+    if other:
+        meta.skip("events of unsupported phases (counters, async, ...)", other)
+
+    m = len(sel)
+    ts = np.fromiter(map(attrgetter("ts"), sel), np.float64, count=m)
+    dur = np.fromiter(map(attrgetter("dur"), sel), np.float64, count=m)
+    bad = ~np.isfinite(ts) | ~np.isfinite(dur)
+    neg = dur < 0
+    if bad.any() or neg.any():
+        meta.skip("events with non-finite timestamps", int(bad.sum()))
+        if neg.any():
+            meta.notes.append(f"{int(neg.sum())} events with negative duration shown as instants")
+        dur = np.where(neg | bad, 0.0, dur)
+        ts = np.where(bad, 0.0, ts)
+    kinds = np.zeros(m, np.int8)
+    if m:
+        sel_ph = np.array([e.ph for e in sel], dtype=object)
+        kinds[(sel_ph == "i") | (sel_ph == "I")] = EventKind.INSTANT
+    start = to_ns(ts) + base
+    end = start + to_ns(dur)
+    if bad.any():
+        keep_ok = ~bad
+        sel = [e for e, ok in zip(sel, keep_ok.tolist()) if ok]
+        start, end, kinds = start[keep_ok], end[keep_ok], kinds[keep_ok]
+        m = len(sel)
+    pid = idmap(list(map(attrgetter("pid"), sel)))
+    tid = idmap(list(map(attrgetter("tid"), sel)))
+    cats = list(map(attrgetter("cat"), sel))
+    cat_ids = np.fromiter((builder.intern_cat(c) for c in cats), np.int16, count=m)
+    name_ids = np.fromiter((builder.intern_name(x) for x in map(attrgetter("name"), sel)), np.int32, count=m)
+    args = list(map(attrgetter("args"), sel))
+    ext, corr = _link_columns(args, meta)
+
+    # --- lanes: one per (tier, pid, tid/stream) ----------------------------------------------------
+    device_pids = {p for p, lab in process_labels.items() if lab and not lab.upper().startswith("CPU")}
+    cat_kind = [C.lane_kind(c) for c in builder.cats]
+    tier_of_cat = np.array([int(k[0]) for k in cat_kind] or [0], np.int64)
+    ev_tier = tier_of_cat[cat_ids] if m else np.empty(0, np.int64)
+    lane_ids = np.empty(m, np.int32)
+    if m:
+        combo = np.stack([cat_ids.astype(np.int64), pid, tid], axis=1)
+        uniq, inverse = np.unique(combo, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        lane_for_combo = np.empty(len(uniq), np.int32)
+        for j, (cid, p, t) in enumerate(uniq.tolist()):
+            tier, subsystem, prefix = cat_kind[cid]
+            ident = f"{prefix}:{t if t >= -999 else idmap.label(t)}"
+            is_device_lane = tier in (Tier.HARDWARE, Tier.DEVICE) and builder.cats[cid] != C.PRIVATEUSE1_DRIVER
+            owner_label = process_labels.get(p, "")
+            if p < -999:
+                subsystem, ident = "markers", str(idmap.label(p) or "")
+            lane_for_combo[j] = builder.lane(
+                tier,
+                subsystem,
+                ident,
+                int(p),
+                int(t),
+                instance=instance,
+                process_name=owner_label if is_device_lane and owner_label else process_names.get(p, ""),
+                thread_name=thread_names.get((p, t), ""),
+                sort_index=process_sort.get(p, 0) if p in process_sort else (1 << 24 if p in device_pids else 0),
+            )
+        lane_ids = lane_for_combo[inverse]
+
+    first = builder.add_events(
+        start=start, end=end, lane=lane_ids, name=name_ids, cat=cat_ids, kind=kinds, ext=ext, corr=corr, args_raw=args
+    )
+
+    # --- flows: bind each s/f half to the slice it belongs to ---------------------------------------
+    flow_idx = np.nonzero((ph == "s") | (ph == "f"))[0]
+    if len(flow_idx):
+        _add_flows([events[k] for k in flow_idx.tolist()], start, end, pid, tid, kinds, first, builder, idmap, base)
+
+    # --- device kind and backend label --------------------------------------------------------------
+    _detect_device(builder, top_meta, meta)
+
+
+def _pair_begin_end(events: list[Ev], meta: ProfileMeta) -> list[Ev]:
+    """Turn B/E pairs into X events per (pid, tid) with a stack; unmatched halves are counted."""
+    out: list[Ev] = []
+    stacks: dict[tuple[Any, Any], list[Ev]] = {}
+    unmatched = 0
+    for ev in sorted(events, key=lambda e: e.ts):
+        key = (ev.pid, ev.tid)
+        if ev.ph == "B":
+            stacks.setdefault(key, []).append(ev)
+        else:
+            stack = stacks.get(key)
+            if not stack:
+                unmatched += 1
+                continue
+            b = stack.pop()
+            out.append(
+                Ev(ph="X", name=b.name or ev.name, cat=b.cat or ev.cat, ts=b.ts, dur=ev.ts - b.ts, pid=b.pid, tid=b.tid, args=b.args)
+            )
+    unmatched += sum(len(s) for s in stacks.values())
+    if unmatched:
+        meta.skip("B/E events without their other half", unmatched)
+    return out
+
+
+def _add_flows(
+    flows: list[Ev],
+    start: np.ndarray,
+    end: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    kinds: np.ndarray,
+    first: int,
+    builder: ProfileBuilder,
+    idmap: _IdMap,
+    base: int,
+) -> None:
+    """Attach flow halves to slices on the same thread: the slice starting at the flow's ts, else the
+    innermost one containing it. Unpaired halves are kept in the table but reported."""
+    meta = builder.meta
+    fts = to_ns(np.fromiter((f.ts for f in flows), np.float64, count=len(flows))) + base
+    fpid = idmap([f.pid for f in flows])
+    ftid = idmap([f.tid for f in flows])
+    keys = np.fromiter((_to_id(f.id) for f in flows), np.int64, count=len(flows))
+    fcat = np.fromiter(
+        (builder.intern_cat(C.FLOW_ALIASES.get(f.cat, f.cat or "flow")) for f in flows), np.int16, count=len(flows)
+    )
+    role = np.fromiter((Flows.START if f.ph == "s" else Flows.FINISH for f in flows), np.int8, count=len(flows))
+    bound = np.full(len(flows), -1, np.int64)
+
+    intervals = kinds == EventKind.COMPLETE
+    thread_key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
+    f_thread = fpid.astype(np.int64) * (1 << 32) + (ftid.astype(np.int64) & 0xFFFFFFFF)
+    ev_idx = np.nonzero(intervals)[0]
+    if len(ev_idx):
+        order = ev_idx[np.lexsort((-(end[ev_idx] - start[ev_idx]), start[ev_idx], thread_key[ev_idx]))]
+        tk = thread_key[order]
+        uniq, first_pos = np.unique(tk, return_index=True)
+        bounds = list(first_pos.tolist()) + [len(order)]
+        pos_of = {int(u): (bounds[j], bounds[j + 1]) for j, u in enumerate(uniq.tolist())}
+        for t in np.unique(f_thread).tolist():
+            span = pos_of.get(int(t))
+            if span is None:
+                continue
+            a, b = span
+            o = order[a:b]
+            s = start[o]
+            e = end[o]
+            fi = np.nonzero(f_thread == t)[0]
+            q = fts[fi]
+            right = np.searchsorted(s, q, side="right")
+            for j, r in zip(fi.tolist(), right.tolist()):
+                # the innermost slice with start <= ts < end (or starting exactly at ts)
+                tsj = fts[j]
+                k = r - 1
+                steps = 0
+                while k >= 0 and steps < 256:
+                    if s[k] == tsj or e[k] > tsj:
+                        bound[j] = o[k]
+                        break
+                    k -= 1
+                    steps += 1
+    ok = bound >= 0
+    if (~ok).any():
+        meta.skip("flow events not inside any slice", int((~ok).sum()))
+    # pairing statistics
+    paired_keys = {}
+    for c, k, r in zip(fcat[ok].tolist(), keys[ok].tolist(), role[ok].tolist()):
+        paired_keys.setdefault((c, k), set()).add(r)
+    orphans = sum(1 for v in paired_keys.values() if len(v) == 1)
+    if orphans:
+        meta.notes.append(f"{orphans} flow(s) with only one half (ignored for linking, as torch and HTA do)")
+    builder.add_flows(keys[ok], bound[ok] + first, fcat[ok], role[ok])
+
+
+def _detect_device(builder: ProfileBuilder, top_meta: dict[str, Any], meta: ProfileMeta) -> None:
+    cats = set(builder.cats)
+    props = top_meta.get("deviceProperties") or []
+    names = set(builder.names)
+    rocm = any(isinstance(p, dict) and ("maxSharedMemoryPerMultiProcessor" in p or p.get("warpSize") == 64) for p in props)
+    rocm = rocm or any(n.startswith("hip") for n in names if len(n) < 40)
+    if cats & {C.PRIVATEUSE1_DISPATCH, C.PRIVATEUSE1_DRIVER}:
+        kind, backend = "neuron", "NEURON"
+    elif cats & {"mtia_runtime", "mtia_ccp_events", "mtia_insight"}:
+        kind, backend = "mtia", "MTIA"
+    elif cats & {"xpu_runtime", "xpu_driver", "xpu_scope_profiler"}:
+        kind, backend = "xpu", "XPU"
+    elif cats & (C.DEVICE_TYPED | {"cuda_runtime", "cuda_driver", "Runtime"}):
+        kind, backend = ("rocm" if rocm else "cuda"), "CUDA"
+    else:
+        kind, backend = "cpu", ""
+    if meta.device_kind in ("cpu", "") or kind != "cpu":
+        meta.device_kind = kind
+        meta.backend = meta.backend or backend
+
+
+def iter_chrome_files(paths: Iterable[Path]) -> list[Path]:
+    return [p for p in paths if p.name.endswith((".json", ".json.gz"))]

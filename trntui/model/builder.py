@@ -1,0 +1,148 @@
+"""Assemble a `Profile` from one or more sources (batches of columns), then sort it once."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from trntui.model.profile import NO_ID, Flows, Lane, Profile, ProfileMeta, Tier
+
+
+class ProfileBuilder:
+    """Collects lanes, interned strings and event batches; `finish()` returns the sorted `Profile`."""
+
+    def __init__(self, meta: ProfileMeta | None = None) -> None:
+        self.meta = meta or ProfileMeta()
+        self.names: list[str] = []
+        self.cats: list[str] = []
+        self._name_ids: dict[str, int] = {}
+        self._cat_ids: dict[str, int] = {}
+        self.lanes: list[Lane] = []
+        self._lane_ids: dict[tuple, int] = {}
+        self._batches: list[dict[str, np.ndarray]] = []
+        self._args: list[Sequence[Any]] = []
+        self._flows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._count = 0
+
+    # -- interning ----------------------------------------------------------------------------------
+    def intern_name(self, name: str) -> int:
+        k = self._name_ids.get(name)
+        if k is None:
+            k = self._name_ids[name] = len(self.names)
+            self.names.append(name)
+        return k
+
+    def intern_cat(self, cat: str) -> int:
+        k = self._cat_ids.get(cat)
+        if k is None:
+            k = self._cat_ids[cat] = len(self.cats)
+            self.cats.append(cat)
+        return k
+
+    def lane(
+        self,
+        tier: Tier,
+        subsystem: str,
+        ident: str,
+        pid: int,
+        tid: int,
+        *,
+        instance: str = "",
+        process_name: str = "",
+        thread_name: str = "",
+        sort_index: int = 0,
+    ) -> int:
+        """The id of the lane `(instance, pid, subsystem, ident)`, created on first use."""
+        key = (instance, pid, subsystem, ident)
+        k = self._lane_ids.get(key)
+        if k is None:
+            k = self._lane_ids[key] = len(self.lanes)
+            self.lanes.append(
+                Lane(k, tier, subsystem, ident, pid, tid, instance, process_name, thread_name, sort_index)
+            )
+        else:
+            lane = self.lanes[k]
+            lane.process_name = lane.process_name or process_name
+            lane.thread_name = lane.thread_name or thread_name
+        return k
+
+    # -- events ---------------------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def add_events(
+        self,
+        *,
+        start: np.ndarray,
+        end: np.ndarray,
+        lane: np.ndarray,
+        name: np.ndarray,
+        cat: np.ndarray,
+        kind: np.ndarray | None = None,
+        ext: np.ndarray | None = None,
+        corr: np.ndarray | None = None,
+        args_raw: Sequence[Any] | None = None,
+    ) -> int:
+        """Append a batch of events; returns the builder index of its first event (for flows)."""
+        n = int(len(start))
+        first = self._count
+        full = lambda v, dt: np.full(n, v, dt)  # noqa: E731
+        self._batches.append(
+            {
+                "start": np.asarray(start, np.int64),
+                "end": np.asarray(end, np.int64),
+                "lane": np.asarray(lane, np.int32),
+                "name": np.asarray(name, np.int32),
+                "cat": np.asarray(cat, np.int16),
+                "kind": np.asarray(kind, np.int8) if kind is not None else full(0, np.int8),
+                "ext": np.asarray(ext, np.int64) if ext is not None else full(NO_ID, np.int64),
+                "corr": np.asarray(corr, np.int64) if corr is not None else full(NO_ID, np.int64),
+            }
+        )
+        self._args.append(args_raw if args_raw is not None else [None] * n)
+        self._count += n
+        return first
+
+    def add_flows(self, key: np.ndarray, event: np.ndarray, cat: np.ndarray, role: np.ndarray) -> None:
+        """Flow rows whose `event` are builder indexes (as returned by `add_events` plus offsets)."""
+        self._flows.append(
+            (np.asarray(key, np.int64), np.asarray(event, np.int64), np.asarray(cat, np.int16), np.asarray(role, np.int8))
+        )
+
+    def finish(self) -> Profile:
+        """Concatenate the batches and sort events by (start, longest first) so parents precede children."""
+        cols = ("start", "end", "lane", "name", "cat", "kind", "ext", "corr")
+        dtypes = (np.int64, np.int64, np.int32, np.int32, np.int16, np.int8, np.int64, np.int64)
+        if self._batches:
+            data = {c: np.concatenate([b[c] for b in self._batches]) for c in cols}
+        else:
+            data = {c: np.empty(0, dt) for c, dt in zip(cols, dtypes)}
+        order = np.lexsort((-(data["end"] - data["start"]), data["start"]))
+        identity = bool(len(order)) and bool(np.all(order[1:] > order[:-1]))
+        if not identity:
+            data = {c: v[order] for c, v in data.items()}
+        args: list[Any] = []
+        for a in self._args:
+            args.extend(a)
+        if not identity and args:
+            args = [args[i] for i in order.tolist()]
+        flows = Flows()
+        if self._flows:
+            inverse = np.empty_like(order)
+            inverse[order] = np.arange(len(order))
+            key = np.concatenate([f[0] for f in self._flows])
+            ev = np.concatenate([f[1] for f in self._flows])
+            fc = np.concatenate([f[2] for f in self._flows])
+            role = np.concatenate([f[3] for f in self._flows])
+            flows = Flows(key=key, event=inverse[ev].astype(np.int32), cat=fc, role=role)
+        return Profile(
+            names=self.names,
+            cats=self.cats,
+            lanes=self.lanes,
+            flows=flows,
+            args_raw=args,
+            meta=self.meta,
+            **data,
+        )

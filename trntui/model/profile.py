@@ -1,0 +1,351 @@
+"""The columnar `Profile`: one model for every trace source (Kineto JSON, Neuron system traces).
+
+Events are numpy columns (int64 ns on one absolute clock, interned name/category ids), lanes are a small
+table typed by tier, flows are an edge table. Everything derived (per-lane sorted order, link indexes,
+key_averages) is computed on demand and cached in `Profile.cache`, so loading stays a single pass.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+NO_ID = -1
+"""Sentinel for a missing External id / correlation / parent in the integer columns."""
+
+
+class Tier(enum.IntEnum):
+    """Where an event sits in the framework → runtime → hardware chain (the timeline's lane groups)."""
+
+    DISPATCH = 0
+    """Framework dispatch, per host thread: aten ops, record_function scopes, PrivateUse1 runtime rows."""
+    DEVICE = 1
+    """Framework device interaction, per stream: PrivateUse1 driver rows, GPU mirrors of annotations."""
+    RUNTIME = 2
+    """Runtime calls: cudaLaunchKernel, hipLaunchKernel, nrta_execute_schedule."""
+    HARDWARE = 3
+    """Hardware execution: kernels, memcpy/memset, nc_exec_running."""
+
+    @property
+    def title(self) -> str:
+        return _TIER_TITLES[self]
+
+
+_TIER_TITLES = {
+    Tier.DISPATCH: "framework dispatch",
+    Tier.DEVICE: "framework device",
+    Tier.RUNTIME: "runtime",
+    Tier.HARDWARE: "hardware",
+}
+
+
+class EventKind(enum.IntEnum):
+    COMPLETE = 0
+    """An interval (chrome `X`, or a `B`/`E` pair, or a Neuron system event)."""
+    INSTANT = 1
+    """A point event (chrome `i`): zero duration."""
+
+
+@dataclass
+class Lane:
+    """One timeline row: a host thread, a stream, a runtime core or a hardware core.
+
+    `label` follows Neuron Explorer's `instance/PID:n/subsystem/identifier` so users can cross-check.
+    """
+
+    id: int
+    tier: Tier
+    subsystem: str
+    ident: str
+    pid: int
+    tid: int
+    instance: str = ""
+    process_name: str = ""
+    thread_name: str = ""
+    sort_index: int = 0
+
+    @property
+    def label(self) -> str:
+        parts = [p for p in (self.instance, f"PID:{self.pid}", self.subsystem, self.ident) if p]
+        return "/".join(parts)
+
+    @property
+    def thread_key(self) -> tuple[int, int]:
+        return (self.pid, self.tid)
+
+
+@dataclass
+class Flows:
+    """Flow edges: every row says "event `event` belongs to flow `key` with role `role`".
+
+    Kineto `s`/`f` halves become one row each (role 0 = start, 1 = finish); a Neuron `flow_id` list becomes one
+    row per value (role 2 = member). Chains join on `(cat, key)`.
+    """
+
+    key: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    event: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    cat: np.ndarray = field(default_factory=lambda: np.empty(0, np.int16))
+    role: np.ndarray = field(default_factory=lambda: np.empty(0, np.int8))
+
+    START = 0
+    FINISH = 1
+    MEMBER = 2
+
+    def __len__(self) -> int:
+        return int(self.key.shape[0])
+
+
+@dataclass
+class ProfileMeta:
+    """What was loaded and how: sources, device, column labels, and what had to be skipped."""
+
+    sources: list[str] = field(default_factory=list)
+    device_kind: str = "cpu"
+    """`cuda`, `rocm`, `mtia`, `xpu`, `neuron` or `cpu`."""
+    backend: str = ""
+    """Label torch uses for device columns: `CUDA` (also on ROCm), `NEURON`, `MTIA`, `XPU`; empty for CPU."""
+    base_ns: int = 0
+    """The trace's `baseTimeNanoseconds` (0 when timestamps were already absolute)."""
+    trace_meta: dict[str, Any] = field(default_factory=dict)
+    """Top-level keys of the trace file other than the events (deviceProperties, distributedInfo, ...)."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Reason → count of input records that could not be used (shown to the user, never silent)."""
+    notes: list[str] = field(default_factory=list)
+    """Human-readable remarks about the load (repairs made, orphan flows, ...)."""
+    device_time_source: str = ""
+    """Where device time came from: `trace.json` device rows, or the Neuron system trace."""
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
+class Profile:
+    """A loaded profile: columnar events, lanes, flows and metadata.
+
+    Attributes are plain numpy arrays of equal length (one entry per event), sorted by start time.
+    """
+
+    def __init__(
+        self,
+        *,
+        names: list[str],
+        cats: list[str],
+        start: np.ndarray,
+        end: np.ndarray,
+        lane: np.ndarray,
+        name: np.ndarray,
+        cat: np.ndarray,
+        kind: np.ndarray,
+        ext: np.ndarray,
+        corr: np.ndarray,
+        lanes: list[Lane],
+        flows: Flows,
+        args_raw: list[Any],
+        meta: ProfileMeta,
+    ) -> None:
+        self.names = names
+        self.cats = cats
+        self.start = start
+        self.end = end
+        self.lane = lane
+        self.name = name
+        self.cat = cat
+        self.kind = kind
+        self.ext = ext
+        self.corr = corr
+        self.lanes = lanes
+        self.flows = flows
+        self.args_raw = args_raw
+        self.meta = meta
+        self.cache: dict[str, Any] = {}
+        self._name_index: dict[str, int] | None = None
+        self._cat_index: dict[str, int] | None = None
+
+    # -- basic accessors -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.start
+
+    def name_of(self, i: int) -> str:
+        return self.names[int(self.name[i])]
+
+    def cat_of(self, i: int) -> str:
+        return self.cats[int(self.cat[i])]
+
+    def lane_of(self, i: int) -> Lane:
+        return self.lanes[int(self.lane[i])]
+
+    def name_id(self, name: str) -> int:
+        """Interned id of `name`, or -1 if no event has that name."""
+        if self._name_index is None:
+            self._name_index = {n: k for k, n in enumerate(self.names)}
+        return self._name_index.get(name, NO_ID)
+
+    def cat_id(self, cat: str) -> int:
+        if self._cat_index is None:
+            self._cat_index = {c: k for k, c in enumerate(self.cats)}
+        return self._cat_index.get(cat, NO_ID)
+
+    def cat_mask(self, cats: Iterable[str]) -> np.ndarray:
+        """Boolean mask over events whose category is one of `cats`."""
+        ids = [self.cat_id(c) for c in cats]
+        ids = [i for i in ids if i >= 0]
+        if not ids:
+            return np.zeros(len(self), bool)
+        return np.isin(self.cat, np.asarray(ids, dtype=self.cat.dtype))
+
+    def args(self, i: int) -> dict[str, Any]:
+        """The event's `args`, parsed on demand (they are kept raw at load time)."""
+        raw = self.args_raw[i] if i < len(self.args_raw) else None
+        if raw is None:
+            return {}
+        if isinstance(raw, dict):
+            return raw
+        from trntui.loaders.jsonutil import decode_args
+
+        return decode_args(raw)
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """(first start, last end) in absolute ns, or (0, 0) for an empty profile."""
+        if len(self) == 0:
+            return (0, 0)
+        return (int(self.start.min()), int(self.end.max()))
+
+    # -- per-lane order and windows --------------------------------------------------------------
+    def _lane_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(order, offsets, prefix-max end): events grouped by lane, by start within a lane."""
+        cached = self.cache.get("lane_index")
+        if cached is None:
+            order = np.lexsort((self.start, self.lane)).astype(np.int64)
+            counts = np.bincount(self.lane, minlength=len(self.lanes)) if len(self) else np.zeros(len(self.lanes), np.int64)
+            offsets = np.zeros(len(self.lanes) + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            ends = self.end[order]
+            prefix_max = np.empty_like(ends)
+            for k in range(len(self.lanes)):
+                a, b = offsets[k], offsets[k + 1]
+                if b > a:
+                    np.maximum.accumulate(ends[a:b], out=prefix_max[a:b])
+            cached = (order, offsets, prefix_max)
+            self.cache["lane_index"] = cached
+        return cached
+
+    def lane_events(self, lane_id: int) -> np.ndarray:
+        """Event indexes of one lane, sorted by start."""
+        order, offsets, _ = self._lane_index()
+        return order[offsets[lane_id] : offsets[lane_id + 1]]
+
+    def lane_window(self, lane_id: int, t0: int, t1: int) -> np.ndarray:
+        """Event indexes of `lane_id` that overlap [t0, t1), sorted by start (binary search, no scan)."""
+        order, offsets, prefix_max = self._lane_index()
+        a, b = int(offsets[lane_id]), int(offsets[lane_id + 1])
+        if a == b:
+            return order[a:a]
+        starts = self.lane_starts()[a:b]
+        lo = int(np.searchsorted(prefix_max[a:b], t0, side="right"))
+        hi = int(np.searchsorted(starts, t1, side="left"))
+        if hi <= lo:
+            return order[a:a]
+        idx = order[a + lo : a + hi]
+        return idx[(self.end[idx] > t0) | (self.start[idx] >= t0)]
+
+    def lane_starts(self) -> np.ndarray:
+        """Starts in lane order (aligned with the order array), cached for the timeline's searches."""
+        cached = self.cache.get("lane_starts")
+        if cached is None:
+            order, _, _ = self._lane_index()
+            cached = self.start[order]
+            self.cache["lane_starts"] = cached
+        return cached
+
+    # -- nesting (display) -----------------------------------------------------------------------
+    def nesting(self) -> tuple[np.ndarray, np.ndarray]:
+        """(parent, depth) per event by containment within its lane.
+
+        `parent` is the innermost event of the lane that fully contains it (-1 at a root). `depth` is the
+        sub-row to draw it in: partially overlapping events get a deeper sub-row instead of being dropped.
+        """
+        cached = self.cache.get("nesting")
+        if cached is not None:
+            return cached
+        n = len(self)
+        parent = np.full(n, NO_ID, np.int32)
+        depth = np.zeros(n, np.int16)
+        order, offsets, _ = self._lane_index()
+        starts = self.start[order].tolist()
+        ends = self.end[order].tolist()
+        ord_list = order.tolist()
+        par_out = [NO_ID] * n
+        dep_out = [0] * n
+        for k in range(len(self.lanes)):
+            stack: list[int] = []  # positions in the lane-ordered arrays
+            for pos in range(int(offsets[k]), int(offsets[k + 1])):
+                s = starts[pos]
+                e = ends[pos]
+                while stack and ends[stack[-1]] <= s and not (ends[stack[-1]] == s == starts[stack[-1]]):
+                    stack.pop()
+                # innermost open event that fully contains this one
+                p = NO_ID
+                for q in reversed(stack):
+                    if ends[q] >= e:
+                        p = ord_list[q]
+                        break
+                ev = ord_list[pos]
+                par_out[ev] = p
+                dep_out[ev] = len(stack)
+                stack.append(pos)
+        if n:
+            parent[:] = par_out
+            depth[:] = np.minimum(dep_out, np.iinfo(np.int16).max)
+        self.cache["nesting"] = (parent, depth)
+        return parent, depth
+
+    # -- summary facts ----------------------------------------------------------------------------
+    def lanes_by_tier(self) -> list[Lane]:
+        """Lanes in display order: tier, then sort index, pid, tid, subsystem."""
+        return sorted(self.lanes, key=lambda l: (int(l.tier), l.sort_index, l.pid, l.tid, l.subsystem, l.ident))
+
+    def step_names(self) -> list[str]:
+        """Names of the `ProfilerStep#N` scopes in the profile, in order."""
+        ids = [k for k, n in enumerate(self.names) if n.startswith("ProfilerStep#")]
+        if not ids:
+            return []
+        mask = np.isin(self.name, ids)
+        idx = np.nonzero(mask)[0]
+        seen: dict[str, None] = {}
+        for i in idx.tolist():
+            seen.setdefault(self.names[int(self.name[i])], None)
+        return list(seen)
+
+
+def empty_profile(meta: ProfileMeta | None = None) -> Profile:
+    """A profile with no events (e.g. a directory where nothing could be read)."""
+    z64 = np.empty(0, np.int64)
+    return Profile(
+        names=[],
+        cats=[],
+        start=z64,
+        end=z64.copy(),
+        lane=np.empty(0, np.int32),
+        name=np.empty(0, np.int32),
+        cat=np.empty(0, np.int16),
+        kind=np.empty(0, np.int8),
+        ext=z64.copy(),
+        corr=z64.copy(),
+        lanes=[],
+        flows=Flows(),
+        args_raw=[],
+        meta=meta or ProfileMeta(),
+    )

@@ -1,0 +1,225 @@
+"""Text renderings of analysis results for the CLI and CI: torch-style table, CSV, JSON, Markdown.
+
+Pure functions (no Textual); trace names pass through `safe_text` so they cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+
+
+from trntui.analysis.key_averages import OpTable
+from trntui.model.profile import Profile
+from trntui.textsafe import safe_text, truncate
+
+FORMATS = ("table", "csv", "json", "markdown")
+
+
+def format_time(us: float) -> str:
+    """torch's `_format_time`: µs with 3 decimals, switching to ms/s."""
+    if us >= 1e6:
+        return f"{us / 1e6:.3f}s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f}ms"
+    return f"{us:.3f}us"
+
+
+def format_pct(p: float) -> str:
+    return f"{p:.2f}%"
+
+
+def table_columns(table: OpTable, with_shapes: bool = False) -> list[tuple[str, str]]:
+    """(header, field) pairs in torch's order; device columns only when some row has device time."""
+    cols = [
+        ("Name", "name"),
+        ("Self CPU %", "self_cpu_percent"),
+        ("Self CPU", "self_cpu_time_total"),
+        ("CPU total %", "cpu_total_percent"),
+        ("CPU total", "cpu_time_total"),
+        ("CPU time avg", "cpu_time"),
+    ]
+    if table.has_device:
+        dev = table.backend
+        cols += [
+            (f"Self {dev}", "self_device_time_total"),
+            (f"Self {dev} %", "self_device_percent"),
+            (f"{dev} total", "device_time_total"),
+            (f"{dev} time avg", "device_time"),
+        ]
+    cols.append(("# of Calls", "count"))
+    if with_shapes:
+        cols.append(("Input Shapes", "input_shapes"))
+    return cols
+
+
+def _cell(table: OpTable, field: str, k: int) -> str:
+    if field == "name":
+        return safe_text(table.name[k])
+    if field == "input_shapes":
+        return safe_text(table.input_shapes[k])
+    if field == "count":
+        return str(int(table.count[k]))
+    value = float(getattr(table, field)[k])
+    if field.endswith("percent"):
+        return format_pct(value)
+    return format_time(value)
+
+
+def _ordered(table: OpTable, sort_by: str | None, limit: int | None) -> list[int]:
+    order = table.order(sort_by).tolist()
+    return order[:limit] if limit is not None and limit >= 0 else order
+
+
+def render_table(
+    table: OpTable,
+    sort_by: str | None = None,
+    limit: int | None = 100,
+    with_shapes: bool = False,
+    name_width: int = 55,
+) -> str:
+    """The table exactly laid out like `prof.key_averages().table(...)`, plus torch's footer."""
+    cols = table_columns(table, with_shapes)
+    rows = _ordered(table, sort_by, limit)
+    cells = [[_cell(table, f, k) for _, f in cols] for k in rows]
+    if cells:
+        cells = [[truncate(r[0], name_width)] + r[1:] for r in cells]
+    widths = []
+    for j, (head, _) in enumerate(cols):
+        w = max([len(head)] + [len(r[j]) for r in cells])
+        if j == 0:
+            w = min(max(w, 4), name_width)
+        widths.append(w)
+    sep = "  "
+    line = "-" * (sum(widths) + len(sep) * (len(widths) - 1))
+
+    def fmt(values: list[str]) -> str:
+        parts = [values[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(values[1:], widths[1:])]
+        return sep.join(parts)
+
+    out = [line, fmt([h for h, _ in cols]), line]
+    out += [fmt(r) for r in cells]
+    out.append(line)
+    out.append(f"Self CPU time total: {format_time(table.sum_self_cpu)}")
+    if table.has_device:
+        out.append(f"Self {table.backend} time total: {format_time(table.sum_self_device)}")
+    return "\n".join(out) + "\n"
+
+
+def table_records(table: OpTable, sort_by: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """Rows for CSV/JSON, with torch's attribute names (µs) and our device-backend label."""
+    out = []
+    for k in _ordered(table, sort_by, limit):
+        row = table.row(k)
+        row["name"] = safe_text(row["name"])
+        row["input_shapes"] = safe_text(row["input_shapes"])
+        out.append(row)
+    return out
+
+
+def render_csv(table: OpTable, sort_by: str | None = None, limit: int | None = None) -> str:
+    records = table_records(table, sort_by, limit)
+    buf = io.StringIO()
+    fields = list(records[0]) if records else list(table.row(0)) if len(table) else ["name"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow(r)
+    return buf.getvalue()
+
+
+def render_markdown(table: OpTable, sort_by: str | None = None, limit: int | None = None, with_shapes: bool = False) -> str:
+    cols = table_columns(table, with_shapes)
+    rows = _ordered(table, sort_by, limit)
+
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|")
+
+    out = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    for k in rows:
+        out.append("| " + " | ".join(esc(_cell(table, f, k)) for _, f in cols) + " |")
+    out.append("")
+    out.append(f"Self CPU time total: {format_time(table.sum_self_cpu)}")
+    if table.has_device:
+        out.append(f"Self {table.backend} time total: {format_time(table.sum_self_device)}")
+    return "\n".join(out) + "\n"
+
+
+def profile_facts(profile: Profile) -> dict[str, Any]:
+    """What was loaded: sources, device, events, lanes, span, steps, skipped counts and notes."""
+    t0, t1 = profile.span
+    return {
+        "sources": [safe_text(s) for s in profile.meta.sources],
+        "device": profile.meta.device_kind,
+        "backend": profile.meta.backend,
+        "events": len(profile),
+        "lanes": len(profile.lanes),
+        "span_us": (t1 - t0) / 1000.0,
+        "steps": profile.step_names(),
+        "skipped": dict(profile.meta.skipped),
+        "notes": [safe_text(n) for n in profile.meta.notes],
+    }
+
+
+def footer_lines(profile: Profile, table: OpTable) -> list[str]:
+    """trntui's own notes under torch's footer: where device time came from, link rules, what was skipped."""
+    lines = []
+    if table.has_device:
+        src = table.device_time_source or "trace.json device rows"
+        lines.append(f"Device time from: {src}")
+    if table.link_counts:
+        parts = ", ".join(f"{k} {v}" for k, v in table.link_counts.items())
+        lines.append(f"Device rows linked by: {parts}")
+    if profile.meta.skipped:
+        parts = ", ".join(f"{v} {k}" for k, v in profile.meta.skipped.items())
+        lines.append(f"Skipped {profile.meta.skipped_total} input record(s): {parts}")
+    for note in profile.meta.notes:
+        lines.append(f"Note: {safe_text(note)}")
+    return lines
+
+
+def render(
+    profile: Profile,
+    table: OpTable,
+    fmt: str = "table",
+    sort_by: str | None = None,
+    limit: int | None = 100,
+    with_shapes: bool = False,
+    title: str | None = None,
+) -> str:
+    if fmt == "table":
+        head = f"== {safe_text(title)} ==\n" if title else ""
+        body = render_table(table, sort_by, limit, with_shapes)
+        extra = footer_lines(profile, table)
+        return head + body + ("\n".join(extra) + "\n" if extra else "")
+    if fmt == "markdown":
+        head = f"### {safe_text(title)}\n\n" if title else ""
+        extra = footer_lines(profile, table)
+        return head + render_markdown(table, sort_by, limit, with_shapes) + ("\n".join(extra) + "\n" if extra else "")
+    if fmt == "csv":
+        return render_csv(table, sort_by, limit)
+    if fmt == "json":
+        return json.dumps(json_document(profile, table, sort_by, limit, title), indent=1) + "\n"
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def json_document(
+    profile: Profile, table: OpTable, sort_by: str | None = None, limit: int | None = None, title: str | None = None
+) -> dict[str, Any]:
+    return {
+        "run": safe_text(title) if title else None,
+        "profile": profile_facts(profile),
+        "device_label": table.backend if table.has_device else None,
+        "totals": {
+            "self_cpu_time_total": table.sum_self_cpu,
+            "self_device_time_total": table.sum_self_device if table.has_device else 0.0,
+        },
+        "device_time_source": table.device_time_source or None,
+        "link_counts": table.link_counts,
+        "rows": table_records(table, sort_by, limit),
+    }
+
+

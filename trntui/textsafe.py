@@ -1,0 +1,31 @@
+"""Names from traces are data: make them safe for a terminal (no escape sequences, no control bytes)."""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    if ch == "\t":
+        return " "
+    return f"\\x{ord(ch):02x}"
+
+
+def safe_text(value: object) -> str:
+    """`value` as text with every control character (ESC, BEL, CR, ...) shown as a visible `\\xNN`."""
+    text = value if isinstance(value, str) else str(value)
+    return _CONTROL.sub(_visible, text)
+
+
+def truncate(text: str, width: int) -> str:
+    """Cut to `width` cells with an ellipsis, like torch's table does for long names."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width <= 3:
+        return text[:width]
+    return text[: width - 3] + "..."
