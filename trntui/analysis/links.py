@@ -46,7 +46,44 @@ class Links:
     """For device rows: the runtime call with the same correlation id."""
     counts: dict[str, int] = field(default_factory=dict)
     """Rule label → number of device rows linked by it (shown in the UI, so users can trust the table)."""
+    edge_src: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    """Dependency edges, one tier step each (op → runtime → device, or along a Neuron flow): sources."""
+    edge_dst: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    edge_rule: np.ndarray = field(default_factory=lambda: np.empty(0, np.int8))
+    backward: dict[int, int] = field(default_factory=dict)
+    """Forward op → its backward op (Kineto `fwdbwd` flows)."""
+    forward: dict[int, int] = field(default_factory=dict)
     _children: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _adj: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def add_edges(self, src: np.ndarray, dst: np.ndarray, rule: int | np.ndarray) -> None:
+        """Append dependency edges (used by loaders of other formats, e.g. Neuron flow_id / sequence ids)."""
+        src = np.asarray(src, np.int64)
+        dst = np.asarray(dst, np.int64)
+        rules = np.broadcast_to(np.asarray(rule, np.int8), src.shape)
+        self.edge_src = np.concatenate([self.edge_src, src])
+        self.edge_dst = np.concatenate([self.edge_dst, dst])
+        self.edge_rule = np.concatenate([self.edge_rule, rules])
+        self._adj.clear()
+
+    def _adjacency(self, direction: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if direction not in self._adj:
+            a, b = (self.edge_src, self.edge_dst) if direction == "down" else (self.edge_dst, self.edge_src)
+            order = np.argsort(a, kind="stable")
+            self._adj[direction] = (a[order], b[order], self.edge_rule[order])
+        return self._adj[direction]
+
+    def successors(self, i: int) -> list[tuple[int, int]]:
+        """(event, rule) pairs one tier step below event `i`."""
+        keys, other, rules = self._adjacency("down")
+        a, b = np.searchsorted(keys, i, "left"), np.searchsorted(keys, i, "right")
+        return list(zip(other[a:b].tolist(), rules[a:b].tolist()))
+
+    def predecessors(self, i: int) -> list[tuple[int, int]]:
+        """(event, rule) pairs one tier step above event `i`."""
+        keys, other, rules = self._adjacency("up")
+        a, b = np.searchsorted(keys, i, "left"), np.searchsorted(keys, i, "right")
+        return list(zip(other[a:b].tolist(), rules[a:b].tolist()))
 
     def launched_by(self, i: int, which: str = "op") -> np.ndarray:
         """Events linked to event `i`: rows whose op is `i` (which="op") or device rows of runtime `i`."""
@@ -189,5 +226,63 @@ def build_links(profile: Profile) -> Links:
             if c:
                 counts[r.label] = c
     links = Links(frontend, runtime, device, op_of, rule, runtime_of, counts)
+    # dependency edges: op -> runtime call, runtime call -> device row, op -> device row without a runtime call
+    r_idx = np.nonzero(runtime & (op_of >= 0))[0]
+    d_rt = np.nonzero(device & (runtime_of >= 0))[0]
+    d_op = np.nonzero(device & (runtime_of < 0) & (op_of >= 0))[0]
+    links.add_edges(op_of[r_idx], r_idx, rule[r_idx])
+    links.add_edges(runtime_of[d_rt], d_rt, Rule.CORRELATION)
+    links.add_edges(op_of[d_op], d_op, rule[d_op])
+    _add_flow_edges(profile, links)
     profile.cache["links"] = links
     return links
+
+
+def _add_flow_edges(profile: Profile, links: Links) -> None:
+    """Edges from flows that are not already covered by correlation: Neuron `flow_id` groups (members ordered
+    by tier, each tier linked to the next present one) and Kineto `fwdbwd` (forward op -> backward op)."""
+    flows = profile.flows
+    if len(flows) == 0:
+        return
+    tiers = np.array([int(l.tier) for l in profile.lanes] or [0], np.int64)
+    member = flows.role == flows.MEMBER
+    if member.any():
+        idx = np.nonzero(member)[0]
+        order = idx[np.lexsort((profile.start[flows.event[idx]], tiers[profile.lane[flows.event[idx]]], flows.key[idx], flows.cat[idx]))]
+        src: list[int] = []
+        dst: list[int] = []
+        ev = flows.event[order].tolist()
+        key = list(zip(flows.cat[order].tolist(), flows.key[order].tolist()))
+        tier_of = tiers[profile.lane[flows.event[order]]].tolist()
+        k = 0
+        n = len(order)
+        while k < n:
+            j = k
+            while j < n and key[j] == key[k]:
+                j += 1
+            groups: list[list[int]] = []
+            last_tier = None
+            for q in range(k, j):
+                if tier_of[q] != last_tier:
+                    groups.append([])
+                    last_tier = tier_of[q]
+                groups[-1].append(ev[q])
+            for upper, lower in zip(groups, groups[1:]):
+                for a in upper:
+                    for b in lower:
+                        src.append(a)
+                        dst.append(b)
+            k = j
+        if src:
+            links.add_edges(np.asarray(src), np.asarray(dst), Rule.FLOW)
+    fwdbwd = profile.cat_id("fwdbwd")
+    if fwdbwd >= 0:
+        sel = np.nonzero((flows.cat == fwdbwd) & (flows.role != flows.MEMBER))[0]
+        starts: dict[int, int] = {}
+        finishes: dict[int, int] = {}
+        for q, r, e in zip(flows.key[sel].tolist(), flows.role[sel].tolist(), flows.event[sel].tolist()):
+            (starts if r == flows.START else finishes)[q] = e
+        pairs = [(starts[q], finishes[q]) for q in starts if q in finishes]
+        if pairs:
+            links.backward = dict(pairs)
+            links.forward = {v: k for k, v in pairs}
