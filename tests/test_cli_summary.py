@@ -1,0 +1,85 @@
+"""`trntui summary`: formats, sort keys, exit codes (issue 2)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from trntui.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_table_has_torch_columns_and_footer(capsys, corpus_dir) -> None:
+    rc, out, err = run(capsys, "summary", str(corpus_dir / "cuda_simple_add.json.gz"))
+    assert rc == 0, err
+    header = next(line for line in out.splitlines() if line.startswith("Name"))
+    for col in ("Self CPU %", "Self CPU", "CPU total", "Self CUDA", "Self CUDA %", "CUDA total", "# of Calls"):
+        assert col in header
+    assert "Self CPU time total:" in out and "Self CUDA time total:" in out
+    first = out.splitlines()[3]
+    assert first.startswith("aten::uniform_")  # default sort: self device time, like the walkthrough's table
+
+
+def test_sort_aliases_are_the_same_sort(capsys, corpus_dir) -> None:
+    path = str(corpus_dir / "cuda_alexnet.json.gz")
+    outs = [run(capsys, "summary", path, "--sort", key, "--limit", "8")[1] for key in
+            ("self_device_time_total", "self_cuda_time_total", "self_privateuse1_time_total")]
+    assert outs[0] == outs[1] == outs[2]
+    rc, out, _ = run(capsys, "summary", path, "--sort", "count", "--limit", "3", "--format", "csv")
+    counts = [int(r["count"]) for r in csv.DictReader(io.StringIO(out))]
+    assert counts == sorted(counts, reverse=True) and len(counts) == 3
+
+
+def test_csv_json_markdown(capsys, corpus_dir) -> None:
+    path = str(corpus_dir / "cuda_simple_add.json.gz")
+    rc, out, _ = run(capsys, "summary", path, "--format", "csv", "--limit", "-1")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rc == 0 and {"name", "count", "self_cpu_time_total", "self_device_time_total"} <= set(rows[0])
+    rc, out, _ = run(capsys, "summary", path, "--format", "json", "--limit", "5")
+    doc = json.loads(out)
+    assert doc["device_label"] == "CUDA" and len(doc["rows"]) == 5
+    assert doc["totals"]["self_device_time_total"] == pytest.approx(16.0)
+    rc, out, _ = run(capsys, "summary", path, "--format", "markdown", "--limit", "2")
+    assert out.splitlines()[0].startswith("| Name | Self CPU %")
+    assert len([l for l in out.splitlines() if l.startswith("| ")]) == 4  # header, separator, 2 rows
+
+
+def test_cpu_only_trace_has_no_device_columns(capsys, corpus_dir) -> None:
+    rc, out, _ = run(capsys, "summary", str(corpus_dir / "cpu_only.json.gz"))
+    assert rc == 0
+    assert "CUDA" not in out and "Self CPU time total: 2.346s" in out
+    assert out.splitlines()[3].startswith("gloo:all_reduce")
+
+
+def test_missing_file_is_one_line_exit_2(capsys, tmp_path) -> None:
+    rc, out, err = run(capsys, "summary", str(tmp_path / "nope.json"))
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "nope.json" in err and "no such file" in err
+
+
+def test_unreadable_input_is_one_line_exit_2(capsys, tmp_path) -> None:
+    bad = tmp_path / "trace.json"
+    bad.write_text("this is not json")
+    rc, out, err = run(capsys, "summary", str(bad))
+    assert rc == 2 and err.count("\n") == 1 and "trace.json" in err
+
+
+def test_bad_sort_key_is_one_line_exit_2(capsys, corpus_dir) -> None:
+    rc, _, err = run(capsys, "summary", str(corpus_dir / "cpu_only.json.gz"), "--sort", "bogus")
+    assert rc == 2 and err.count("\n") == 1 and "bogus" in err
+
+
+def test_group_by_input_shapes(capsys, corpus_dir) -> None:
+    rc, out, _ = run(capsys, "summary", str(corpus_dir / "rocm_mi250_train.json.gz"), "--group-by-input-shapes",
+                     "--sort", "cpu_time_total", "--format", "csv", "--limit", "-1")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    mm = [r for r in rows if r["name"] == "aten::as_strided"]
+    assert len(mm) >= 3 and len({r["input_shapes"] for r in mm}) == len(mm)
