@@ -29,7 +29,7 @@ def _rmsnorm_fused(t: "torch.Tensor", weight: "torch.Tensor") -> "torch.Tensor":
     return torch.rms_norm(t, [t.shape[-1]], weight)
 
 
-def _capture(step_fn, out: Path, *, record_shapes: bool = False):
+def _capture(step_fn, out: Path, *, record_shapes: bool = False, with_stack: bool = False):
     """Profile `step_fn` like the walkthrough: schedule(wait=2, warmup=1, active=1), four steps."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -43,6 +43,7 @@ def _capture(step_fn, out: Path, *, record_shapes: bool = False):
         schedule=schedule(wait=2, warmup=1, active=1),
         on_trace_ready=export,
         record_shapes=record_shapes,
+        with_stack=with_stack,
     ) as prof:
         for _ in range(4):
             step_fn()
@@ -123,3 +124,17 @@ def test_transformer_training_step_matches_torch(tmp_path: Path) -> None:
     assert n > 40  # a real op table, not a toy
     # the same holds row by row when grouped by input shapes
     _compare(prof, trace, group_by_input_shapes=True)
+
+
+def test_with_stack_python_rows_match_torch(tmp_path: Path) -> None:
+    """With with_stack=True torch lists python_function rows too, and they parent the aten ops."""
+    x = torch.randn(4, 512)
+
+    def step():
+        with torch.no_grad():
+            _rmsnorm_naive(x, torch.ones(512))
+
+    prof, trace = _capture(step, tmp_path, with_stack=True)
+    n = _compare(prof, trace)
+    assert any("_rmsnorm_naive" in e.key for e in prof.key_averages())
+    assert n > 10

@@ -65,8 +65,9 @@ FLOW_ALIASES = {
 }
 """Legacy flow category names → current ones."""
 
-CPU_TREE_EXCLUDED = frozenset({PYTHON, "cpu_instant_event"}) | NOT_EVENTS
-"""CPU-typed categories that torch's key_averages tree leaves out (python stacks, instants)."""
+CPU_TREE_EXCLUDED = frozenset({"cpu_instant_event"}) | NOT_EVENTS
+"""Categories that torch's key_averages leaves out (instants, profiler spans). `python_function` rows stay:
+with `with_stack=True` torch lists them as rows and they parent the ops (verified against torch 2.13)."""
 
 
 def is_device_typed(cat: str) -> bool:
