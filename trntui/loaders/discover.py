@@ -60,6 +60,18 @@ def _manifest(directory: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _nearest_manifest(directory: Path, root: Path) -> dict[str, Any]:
+    """The manifest beside the trace, else the nearest one above it up to `root` (a `trntui profile` variant
+    directory on Neuron holds its manifest above the `<instance>_pid_<pid>/<timestamp>/trace.json` torch-neuronx
+    writes)."""
+    current = directory
+    while True:
+        manifest = _manifest(current)
+        if manifest or current == root or root not in current.parents:
+            return manifest
+        current = current.parent
+
+
 def find_runs(path: Path) -> list[Run]:
     """The runs under `path`, sorted by name. Raises `LoadError` when there is nothing readable."""
     if not path.exists():
@@ -80,7 +92,7 @@ def find_runs(path: Path) -> list[Run]:
             continue
         rel = directory.relative_to(path)
         name = str(rel) if str(rel) != "." else path.name
-        manifest = _manifest(directory)
+        manifest = _nearest_manifest(directory, path)
         if manifest.get("complete") is False:
             continue
         runs.append(Run(name=name, root=directory, framework_traces=traces, manifest=manifest))

@@ -1,0 +1,270 @@
+"""Run the capture: warm each variant, profile it with the device's setup, write a self-describing directory.
+
+Layout (`out` is `--out`, default `./trntui_profiles/<workload>-<timestamp>/`):
+
+    out/
+      <variant>/            one per variant
+        trntui.json         manifest; "complete": true is written last, only once the trace exists
+        trace.json          cpu/cuda: the Kineto trace
+        ...                 neuron: whatever torch-neuronx writes under profile_output_dir (its trace.json and
+                            system traces, typically under <instance>_pid_<pid>/<timestamp>/)
+
+Everything is written into `out.partial/` first and renamed to `out` only when every variant is complete, so
+an interrupted or failed capture never looks complete: the `.partial` directory stays for inspection and its
+manifests say `"complete": false` (with the error).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from trntui import __version__
+from trntui.capture.devices import DeviceSetup, ScheduleSpec, build_profiler_plan, require_torch
+from trntui.capture.workloads import Variant, Workload, _exc_line, input_dtypes, input_shapes
+from trntui.errors import TrntuiError
+
+MANIFEST = "trntui.json"
+MANIFEST_VERSION = 1
+PARTIAL_SUFFIX = ".partial"
+WARM_CALLS = 3
+"""Calls of each variant before the profiler starts (the first one compiles), so the recorded step is warm."""
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(message: str) -> None:
+    print(f"trntui: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class CaptureRequest:
+    workload: Workload
+    variants: list[str]
+    out: Path
+    schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
+    record_shapes: bool = False
+    with_stack: bool = False
+    command: str = ""
+    dtype: str = ""
+    shape: list[int] | None = None
+    force: bool = False
+
+
+@dataclass
+class VariantResult:
+    variant: str
+    directory: Path
+    trace: Path
+    manifest: dict[str, Any]
+
+
+@dataclass
+class CaptureResult:
+    out: Path
+    variants: list[VariantResult]
+    warnings: list[str] = field(default_factory=list)
+
+
+def default_out_dir(workload_name: str, base: Path | None = None, now: _dt.datetime | None = None) -> Path:
+    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    root = (base or Path("trntui_profiles")) / f"{workload_name}-{stamp}"
+    candidate, n = root, 2
+    while candidate.exists() or _partial(candidate).exists():
+        candidate = root.with_name(f"{root.name}-{n}")
+        n += 1
+    return candidate
+
+
+def _partial(out: Path) -> Path:
+    return out.with_name(out.name + PARTIAL_SUFFIX)
+
+
+def check_out_dir(out: Path, force: bool) -> None:
+    """Refuse to overwrite anything that is not an earlier trntui capture; `--force` replaces one of those."""
+    if out.exists() and not out.is_dir():
+        raise TrntuiError(f"--out {out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise TrntuiError(f"--out {out}: directory exists and is not empty (pass --force to replace a capture)")
+        if not _looks_like_capture(out):
+            raise TrntuiError(f"--out {out}: not a trntui capture directory; refusing to replace it even with --force")
+
+
+def _looks_like_capture(path: Path) -> bool:
+    """Every entry is a variant directory with a manifest (or the directory holds a manifest itself)."""
+    if (path / MANIFEST).is_file():
+        return True
+    entries = list(path.iterdir())
+    return bool(entries) and all(e.is_dir() and (e / MANIFEST).is_file() for e in entries)
+
+
+def capture(
+    request: CaptureRequest,
+    setup: DeviceSetup,
+    *,
+    profile_factory: Callable[..., Any] | None = None,
+    progress: Progress = stderr_progress,
+) -> CaptureResult:
+    """Capture every requested variant into `request.out`.
+
+    `profile_factory` defaults to `torch.profiler.profile`; tests pass a stand-in to check how it is called.
+    Raises `TrntuiError` (one line) when a variant fails; the partial directory is left, marked incomplete.
+    """
+    torch = require_torch()
+    factory = profile_factory or torch.profiler.profile
+    out = request.out
+    check_out_dir(out, request.force)
+    staging = _partial(out)
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    started = _now()
+    results: list[VariantResult] = []
+    warnings: list[str] = []
+    total = len(request.variants)
+    progress(f"profiling {request.workload.name} on {setup.kind} (torch {setup.versions.get('torch', '?')})"
+             f" -> {out}")
+    for index, name in enumerate(request.variants, 1):
+        variant = request.workload.variants[name]
+        vdir = staging / name
+        vdir.mkdir()
+        manifest = _manifest(request, setup, name, variant, started)
+        _write_manifest(vdir, manifest, complete=False)
+        tag = f"[{index}/{total}] {name}"
+        try:
+            trace, plan_desc, plan_warnings = _capture_variant(
+                torch, request, setup, variant, vdir, factory, progress, tag
+            )
+        except BaseException as exc:
+            manifest["error"] = _exc_line(exc) if not isinstance(exc, TrntuiError) else str(exc)
+            _write_manifest(vdir, manifest, complete=False)
+            if isinstance(exc, TrntuiError):
+                raise TrntuiError(f"{name}: {exc} (incomplete capture left in {staging})") from exc
+            if isinstance(exc, Exception):
+                raise TrntuiError(
+                    f"{name}: capture failed: {_exc_line(exc)} (incomplete capture left in {staging})"
+                ) from exc
+            raise
+        warnings.extend(w for w in plan_warnings if w not in warnings)
+        manifest["profiler"] = plan_desc
+        manifest["trace"] = trace.relative_to(vdir).as_posix()
+        manifest["finished"] = _now()
+        _write_manifest(vdir, manifest, complete=True)
+        size = trace.stat().st_size
+        progress(f"{tag}: wrote {name}/{manifest['trace']} ({_size(size)})")
+        results.append(VariantResult(name, out / name, out / name / manifest["trace"], manifest))
+    if out.exists():  # --force, checked above to be an earlier capture
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging, out)
+    return CaptureResult(out=out, variants=results, warnings=warnings)
+
+
+def _capture_variant(
+    torch: Any,
+    request: CaptureRequest,
+    setup: DeviceSetup,
+    variant: Variant,
+    vdir: Path,
+    factory: Callable[..., Any],
+    progress: Progress,
+    tag: str,
+) -> tuple[Path, dict[str, Any], list[str]]:
+    fn, args, kwargs = variant.fn, variant.args, variant.kwargs
+    progress(f"{tag}: warming up ({WARM_CALLS} calls; the first one compiles, if the variant is compiled)")
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(WARM_CALLS):
+            _call(fn, args, kwargs, "warm-up")
+            setup.synchronize()
+    plan = build_profiler_plan(setup, vdir, request.schedule, record_shapes=request.record_shapes,
+                               with_stack=request.with_stack)
+    for warning in plan.warnings:
+        print(f"trntui: warning: {warning}", file=sys.stderr, flush=True)
+    sched = request.schedule
+    progress(f"{tag}: warm in {time.perf_counter() - t0:.1f}s; profiling {sched.steps} steps "
+             f"(wait={sched.wait}, warmup={sched.warmup}, active={sched.active})")
+    with factory(**plan.kwargs) as prof:
+        for _ in range(sched.steps):
+            with torch.no_grad():
+                _call(fn, args, kwargs, "profiled step")
+            setup.synchronize()
+            prof.step()
+    trace = find_trace(vdir)
+    if trace is None:
+        raise TrntuiError(f"the profiler wrote no trace.json under {vdir}")
+    return trace, plan.description, plan.warnings
+
+
+def _call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], when: str) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except TrntuiError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise TrntuiError(f"the workload raised {_exc_line(exc)} during {when}") from exc
+
+
+def find_trace(vdir: Path) -> Path | None:
+    """The framework trace of a variant: `trace.json` directly, else the newest one torch-neuronx wrote below."""
+    direct = vdir / "trace.json"
+    if direct.is_file():
+        return direct
+    found = [p for p in vdir.rglob("*") if p.is_file() and (p.name in ("trace.json", "trace.json.gz")
+                                                              or ".pt.trace.json" in p.name)]
+    if not found:
+        return None
+    return max(found, key=lambda p: (p.stat().st_mtime, str(p)))
+
+
+# ------------------------------------------------------------------------------------------------ manifest
+
+
+def _manifest(request: CaptureRequest, setup: DeviceSetup, name: str, variant: Variant, started: str) -> dict:
+    return {
+        "trntui_manifest": MANIFEST_VERSION,
+        "workload": request.workload.name,
+        "variant": name,
+        "variants": list(request.variants),
+        "description": request.workload.description,
+        "device": setup.kind,
+        "torch_device": setup.device,
+        "compile_backend": setup.compile_backend,
+        "dtype": request.dtype,
+        "shape": request.shape,
+        "input_shapes": input_shapes(variant),
+        "input_dtypes": input_dtypes(variant),
+        "meta": request.workload.meta,
+        "versions": {**setup.versions, "trntui": __version__, "python": platform.python_version()},
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "started": started,
+        "command": request.command,
+    }
+
+
+def _write_manifest(vdir: Path, manifest: dict[str, Any], *, complete: bool) -> None:
+    """Write atomically, with "complete" as the last key."""
+    doc = {k: v for k, v in manifest.items() if k != "complete"}
+    doc["complete"] = complete
+    tmp = vdir / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, vdir / MANIFEST)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MiB"

@@ -1,0 +1,218 @@
+"""`trntui profile WORKLOAD`: capture a workload with torch.profiler on Neuron, CUDA or CPU, then show it.
+
+torch is imported only inside the handler; without it the command says how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SORT = "self_device_time_total"
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(p) for p in text.lower().replace("*", "x").split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 4x512") from None
+    if not dims or any(d < 1 for d in dims):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 4x512 (every size must be >= 1)")
+    return dims
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="capture a workload with torch.profiler (Neuron, CUDA or CPU) and open it",
+        description="Run a workload under torch.profiler with the right setup for the device and write one "
+        "profile directory per variant (trace + trntui.json manifest). WORKLOAD is a built-in (rmsnorm) or "
+        "your code: path/to/file.py:function or module:function (see docs/capture.md).",
+    )
+    p.add_argument("workload", nargs="?", help="built-in name (rmsnorm), path/to/file.py[:function] or module:function")
+    p.add_argument("--list", action="store_true", help="list the built-in workloads and exit")
+    p.add_argument("--device", choices=("auto", "neuron", "cuda", "cpu"), default="auto",
+                   help="auto: Neuron if torch_neuronx and a Neuron device are present, else CUDA, else CPU")
+    p.add_argument("--variant", default="all",
+                   help="variant(s) to capture, comma-separated, or all (rmsnorm: naive, fused, compiled; default all)")
+    p.add_argument("--shape", type=_shape, default=(4, 512), help="input shape for built-ins (default 4x512)")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="input dtype (default bf16)")
+    p.add_argument("--steps", type=_positive, default=4, help="prof.step() calls (default 4)")
+    p.add_argument("--active", type=_positive, default=1, help="recorded steps at the end (default 1)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default ./trntui_profiles/<workload>-<timestamp>/)")
+    p.add_argument("--force", action="store_true", help="replace --out if it holds an earlier capture")
+    p.add_argument("--no-tui", action="store_true", help="print the summary tables instead of opening the app")
+    p.add_argument("--record-shapes", action="store_true", help="record input shapes (torch record_shapes)")
+    p.add_argument("--with-stack", action="store_true", help="record Python stacks (torch with_stack)")
+    p.add_argument("--sort", default=DEFAULT_SORT, help="sort key for the printed tables (as trntui summary)")
+    p.add_argument("--limit", type=int, default=100, help="rows per printed table (default 100; -1 for all)")
+    g = p.add_argument_group("Neuron (torch_neuronx.profiling.NeuronConfig)")
+    g.add_argument("--neuron-modes", default="device,runtime",
+                   help="ProfileMode names, comma-separated (default device,runtime; also cpu_util, host_memory)")
+    g.add_argument("--neuron-cores", default="0", help="capture_enabled_for_nc, e.g. 0 or 0,1,2-5 (default 0)")
+    g.add_argument("--max-events-per-nc", type=_positive, default=None, help="ring size per NeuronCore")
+    g.add_argument("--no-correlate-device-time", action="store_true",
+                   help="do not ask for correlate_device_time=True (undocumented; dropped anyway if unsupported)")
+    p.set_defaults(func=run)
+
+
+def _command_line(args: argparse.Namespace, out: Path, variants: list[str]) -> str:
+    """The effective command line (every option explicit), recorded in the manifest."""
+    argv = ["trntui", "profile", args.workload, "--device", args.device_kind, "--variant", ",".join(variants),
+            "--shape", "x".join(str(d) for d in args.shape), "--dtype", args.dtype,
+            "--steps", str(args.steps), "--active", str(args.active), "--out", str(out)]
+    if args.record_shapes:
+        argv.append("--record-shapes")
+    if args.with_stack:
+        argv.append("--with-stack")
+    if args.device_kind == "neuron":
+        argv += ["--neuron-modes", args.neuron_modes, "--neuron-cores", args.neuron_cores]
+        if args.max_events_per_nc:
+            argv += ["--max-events-per-nc", str(args.max_events_per_nc)]
+        if args.no_correlate_device_time:
+            argv.append("--no-correlate-device-time")
+    if args.no_tui:
+        argv.append("--no-tui")
+    return shlex.join(argv)
+
+
+def _pick_variants(requested: str, available: list[str], workload: str) -> list[str]:
+    wanted = [v.strip() for v in requested.split(",") if v.strip()]
+    if not wanted or "all" in wanted:
+        return list(available)
+    unknown = [v for v in wanted if v not in available]
+    if unknown:
+        raise_error(f"{workload} has no variant {unknown[0]!r} (variants: {', '.join(available)}, all)")
+    return list(dict.fromkeys(wanted))
+
+
+def raise_error(message: str) -> None:
+    from trntui.errors import TrntuiError
+
+    raise TrntuiError(message)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trntui.capture.devices import NeuronOptions, ScheduleSpec, require_torch, resolve_device
+    from trntui.capture.workloads import BUILTINS, build_workload, builtin_names, resolve_source
+
+    if args.list:
+        for name in builtin_names():
+            info = BUILTINS[name]
+            sys.stdout.write(f"{name}  (variants: {', '.join(info.variants)})  {info.help}\n")
+        return 0
+    if not args.workload:
+        raise_error("profile: give a WORKLOAD (a built-in such as rmsnorm, path/to/file.py:function or module:function)")
+    require_torch()
+    source = resolve_source(args.workload)
+    if source.builtin is not None:  # check built-in variants before paying for device setup
+        _pick_variants(args.variant, list(source.builtin.variants), source.name)
+    schedule = ScheduleSpec(steps=args.steps, active=args.active)
+    schedule.validate()
+    neuron = NeuronOptions(
+        modes=tuple(m.strip().upper() for m in args.neuron_modes.split(",") if m.strip()),
+        capture_enabled_for_nc=args.neuron_cores or None,
+        max_events_per_nc=args.max_events_per_nc,
+        correlate_device_time=not args.no_correlate_device_time,
+    )
+    if not neuron.modes:
+        raise_error("--neuron-modes: give at least one mode (device, runtime, cpu_util, host_memory)")
+    setup = resolve_device(args.device, neuron)
+    args.device_kind = setup.kind
+    return capture_and_show(args, source, setup, schedule, build_workload)
+
+
+def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule: Any, build_workload: Any) -> int:
+    from trntui.capture import context_for
+    from trntui.capture.runner import CaptureRequest, capture, check_out_dir, default_out_dir
+
+    out = args.out if args.out is not None else default_out_dir(source.name)
+    check_out_dir(out, args.force)  # fail before compiling anything
+    workload = build_workload(source, context_for(setup, args.dtype, args.shape))
+    variants = _pick_variants(args.variant, list(workload.variants), workload.name)
+    request = CaptureRequest(
+        workload=workload,
+        variants=variants,
+        out=out,
+        schedule=schedule,
+        record_shapes=args.record_shapes,
+        with_stack=args.with_stack,
+        command=_command_line(args, out, variants),
+        dtype=context_for(setup, args.dtype, args.shape).dtype_name,
+        shape=list(args.shape) if source.builtin is not None else None,
+        force=args.force,
+    )
+    result = capture(request, setup)
+    for warning in result.warnings:
+        print(f"trntui: warning: {warning} (recorded in the manifest)", file=sys.stderr)
+    print(f"trntui: wrote {result.out}", file=sys.stderr, flush=True)
+    if not args.no_tui and sys.stdout.isatty():
+        launch = _tui_launcher()
+        if launch is not None:
+            return int(launch(result.out) or 0)
+        print("trntui: the TUI is not available in this build; printing the summaries", file=sys.stderr)
+    return print_summaries(result, args.sort, args.limit)
+
+
+def _tui_launcher() -> Any:
+    import importlib.util
+
+    if importlib.util.find_spec("trntui.commands.open") is None:
+        return None
+    import importlib
+
+    module = importlib.import_module("trntui.commands.open")
+    return getattr(module, "launch", None)
+
+
+def print_summaries(result: Any, sort_key: str, limit: int | None) -> int:
+    """One key_averages table per variant (as `trntui summary`), then a side-by-side line per variant."""
+    from trntui.analysis.key_averages import key_averages, normalize_sort_key
+    from trntui.errors import TrntuiError
+    from trntui.loaders import find_runs, load_run
+    from trntui.report import format_time, render
+    from trntui.textsafe import safe_text
+
+    try:
+        sort = normalize_sort_key(sort_key)
+    except ValueError as exc:
+        raise TrntuiError(str(exc)) from None
+    limit = None if limit is not None and limit < 0 else limit
+    rows = []
+    for vr in result.variants:
+        runs = find_runs(vr.directory)
+        for run in runs:
+            profile = load_run(run)
+            table = key_averages(profile)
+            run_sort = sort
+            if sort.startswith(("self_device", "device")) and not table.has_device:
+                run_sort = "self_cpu_time_total" if sort.startswith("self") else "cpu_time_total"
+            title = vr.variant if len(runs) == 1 else f"{vr.variant}/{run.name}"
+            sys.stdout.write(render(profile, table, "table", run_sort, limit, False, title))
+            sys.stdout.write("\n")
+            step = [k for k in range(len(table)) if table.name[k].startswith("ProfilerStep")]
+            step_us = float(sum(table.cpu_time_total[k] for k in step))
+            dev = f"{format_time(table.sum_self_device)} {table.backend}" if table.has_device else "-"
+            rows.append((safe_text(title), format_time(step_us) if step else "-", format_time(table.sum_self_cpu), dev))
+    if len(rows) > 1:
+        headers = ("Variant", "Step (CPU total)", "Self CPU total", "Self device total")
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+        fmt = "  ".join(["{:<%d}" % widths[0]] + ["{:>%d}" % w for w in widths[1:]])
+        sys.stdout.write(fmt.format(*headers) + "\n")
+        for r in rows:
+            sys.stdout.write(fmt.format(*r) + "\n")
+    return 0
