@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=100, help="rows per table (default 100; -1 for all)")
     p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
     p.add_argument("--group-by-input-shapes", action="store_true", help="one row per (name, input shapes)")
+    p.add_argument(
+        "--gaps",
+        action="store_true",
+        help="also print, per hardware lane, busy and idle time and the largest gaps between executions",
+    )
     p.set_defaults(func=run)
 
 
@@ -58,10 +63,25 @@ def run(args: argparse.Namespace) -> int:
         if sort.startswith(("self_device", "device")) and not table.has_device:
             run_sort = "self_cpu_time_total" if sort.startswith("self") else "cpu_time_total"
         title = run.name if many else None
-        if args.format == "json" and many:
-            docs.append(json_document(profile, table, run_sort, limit, title))
+        gaps = getattr(args, "gaps", False)
+        if args.format == "json" and (many or gaps):
+            doc = json_document(profile, table, run_sort, limit, title)
+            if gaps:
+                from trntui.analysis.gaps import gap_report
+
+                doc["gaps"] = gap_report(profile).to_dict()
+            if many:
+                docs.append(doc)
+            else:
+                import json
+
+                sys.stdout.write(json.dumps(doc, indent=1) + "\n")
             continue
         out = render(profile, table, args.format, run_sort, limit, args.group_by_input_shapes, title)
+        if gaps:
+            from trntui.analysis.gaps import gap_report, render_gaps
+
+            out += "\n" + render_gaps(gap_report(profile), args.format)
         sys.stdout.write(out)
         if many and args.format in ("table", "markdown"):
             sys.stdout.write("\n")
