@@ -1,0 +1,43 @@
+"""`trntui open PATH`: the terminal explorer (ops table, timeline, dependency chains)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "open",
+        help="explore a trace or profile directory in the terminal UI",
+        description="Open the terminal explorer on a trace.json(.gz) or a profile directory: the key_averages "
+        "table, a lane timeline and the op → runtime → hardware chain of any event. Press ? for keys.",
+    )
+    p.add_argument("path", help="trace file or profile directory")
+    p.add_argument(
+        "--run",
+        "--rank",
+        dest="run",
+        default=None,
+        metavar="NAME",
+        help="which run to open when the directory holds several (variant or rank directory name); "
+        "without it the explorer asks",
+    )
+    p.set_defaults(func=run)
+
+
+def launch(path: str | Path, run: str | None = None) -> int:
+    """Open the explorer on `path` and return when the user quits (also used by `trntui profile`)."""
+    from trntui.errors import LoadError
+
+    path = Path(path)
+    if not path.exists():
+        raise LoadError(path, "no such file or directory")
+    from trntui.tui.app import TrntuiApp
+
+    TrntuiApp(path, run).run()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return launch(args.path, args.run)

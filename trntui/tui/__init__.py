@@ -1,0 +1,1 @@
+"""The Textual app (`trntui open`): the only package that imports Textual."""

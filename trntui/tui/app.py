@@ -1,0 +1,360 @@
+"""`trntui open`: the Textual app. Ops table, timeline and chain panes over one loaded `Profile`.
+
+Loading runs in a thread worker that only posts messages (`trntui.tui.messages`); the App handlers own every
+state change and pass models down to the panes (attributes down, messages up).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Vertical
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
+
+from trntui.tui.commands import ActionsProvider
+from trntui.tui.messages import LoadFailed, LoadProgress, ProfileLoaded, RunsFound
+from trntui.tui.widgets.chain import ChainView
+from trntui.tui.widgets.op_table import OpTableView
+from trntui.tui.widgets.timeline import Timeline
+
+if TYPE_CHECKING:
+    from trntui.analysis.key_averages import OpTable
+    from trntui.loaders.discover import Run
+    from trntui.model.profile import Profile
+
+LOAD_STAGES = 5
+
+
+class InfoBar(Static):
+    """The header line: what was loaded (source, backend, steps, events, span) or what is happening."""
+
+    DEFAULT_CSS = """
+    InfoBar { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+
+def describe(profile: "Profile", run_name: str, source: str) -> str:
+    """One header line for a loaded profile."""
+    from trntui.analysis.timeline import display_span, format_ns
+
+    meta = profile.meta
+    device = meta.backend or meta.device_kind.upper() or "CPU"
+    steps = profile.step_names()
+    a, b = display_span(profile)
+    parts = [
+        f"trntui · {source}",
+        f"run {run_name}" if run_name and run_name != Path(source).name else "",
+        device if meta.backend else "CPU only",
+        f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps else "no steps",
+        f"{len(profile):,} events",
+        f"span {format_ns(b - a)}",
+    ]
+    if meta.skipped_total:
+        parts.append(f"{meta.skipped_total:,} skipped")
+    return " · ".join(p for p in parts if p)
+
+
+class TrntuiApp(App[None]):
+    """Find the hotspot, see it on the timeline, follow it down to the hardware — with the keyboard."""
+
+    CSS_PATH = "trntui.tcss"
+    TITLE = "trntui"
+    COMMANDS = App.COMMANDS | {ActionsProvider}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark,f1", "help", "Help", id="help"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False, id="palette"),
+        Binding("z,f", "toggle_maximize", "Maximize", id="maximize"),
+        Binding("r", "pick_run", "Runs", id="runs"),
+        Binding("escape", "escape", "Restore / close", show=False, id="escape"),
+    ]
+
+    def __init__(self, path: str | Path, run: str | None = None) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.requested_run = run
+        self.runs: list[Run] = []
+        self.run_name: str | None = None
+        self.profile: Profile | None = None
+        self.table: OpTable | None = None
+        self.load_seconds = 0.0
+        self.load_error = ""
+
+    # -- layout ----------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield InfoBar(Text(f"trntui · {self.path} · loading…"), id="info", markup=False)
+        with Container(id="panes"):
+            with Vertical(id="ops-pane"):
+                yield OpTableView(id="ops")
+                yield Input(id="filter", placeholder="regex on op names · Enter: apply · Esc: clear")
+            yield Timeline(id="timeline")
+            yield ChainView(id="chain")
+        yield Footer()
+
+    @property
+    def ops(self) -> OpTableView:
+        return self.query_one("#ops", OpTableView)
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.query_one("#timeline", Timeline)
+
+    @property
+    def chain(self) -> ChainView:
+        return self.query_one("#chain", ChainView)
+
+    def on_mount(self) -> None:
+        self.ops.focus()
+        self._titles()
+        self.start_load(self.requested_run)
+
+    def _titles(self) -> None:
+        self.ops.border_title = Text(self.ops.title)
+        self.timeline.border_title = Text(self.timeline.title)
+        self.chain.border_title = Text(self.chain.title)
+
+    def _info(self, text: str) -> None:
+        self.query_one("#info", InfoBar).update(Text(text))
+
+    # -- loading ---------------------------------------------------------------------------------
+    def start_load(self, run_name: str | None) -> None:
+        """Load `run_name` (or the only run) under `path` in a thread worker."""
+        for pane in (self.ops, self.timeline, self.chain):
+            pane.loading = True
+        self.load(self.path, run_name)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load(self, path: Path, run_name: str | None) -> None:
+        """Find, read and analyse one run; posts messages only (never touches widgets)."""
+        from trntui.errors import TrntuiError
+
+        worker = get_current_worker()
+        began = time.perf_counter()
+        try:
+            from trntui.loaders import find_runs, load_run
+
+            self.post_message(LoadProgress("finding runs", 1, LOAD_STAGES))
+            runs = find_runs(path)
+            if run_name is None and len(runs) > 1:
+                self.post_message(RunsFound(runs))
+                return
+            run = runs[0]
+            if run_name is not None:
+                matches = [r for r in runs if r.name == run_name]
+                if not matches:
+                    names = ", ".join(r.name for r in runs[:8])
+                    raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
+                run = matches[0]
+            self.post_message(LoadProgress(f"reading {run.name}", 2, LOAD_STAGES))
+            profile = load_run(run)
+            if worker.is_cancelled:
+                return
+            self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
+            from trntui.analysis.key_averages import key_averages
+
+            table = key_averages(profile)
+            if worker.is_cancelled:
+                return
+            self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
+            from trntui.analysis.timeline import build_rows, display_span
+            from trntui.tui.widgets.timeline import MAX_SUBROWS
+
+            build_rows(profile, MAX_SUBROWS)
+            display_span(profile)
+            if worker.is_cancelled:
+                return
+            self.post_message(ProfileLoaded(run, runs, profile, table, time.perf_counter() - began))
+        except TrntuiError as exc:
+            self.post_message(LoadFailed(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - a bad file shows a notice, never a traceback
+            self.post_message(LoadFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    @on(LoadProgress)
+    def _load_progress(self, message: LoadProgress) -> None:
+        self._info(f"trntui · {self.path} · loading: {message.stage} ({message.step}/{message.total})…")
+
+    @on(RunsFound)
+    def _runs_found(self, message: RunsFound) -> None:
+        self.runs = message.runs
+        self.refresh_bindings()
+        for pane in (self.ops, self.timeline, self.chain):
+            pane.loading = False
+        self._info(f"trntui · {self.path} · {len(self.runs)} runs: pick one (r)")
+        self.action_pick_run()
+
+    @on(ProfileLoaded)
+    def _profile_loaded(self, message: ProfileLoaded) -> None:
+        self.runs = message.runs
+        self.run_name = message.run.name
+        self.profile = message.profile
+        self.table = message.table
+        self.load_seconds = message.seconds
+        self.load_error = ""
+        self.ops.set_table(message.table)
+        self.timeline.set_profile(message.profile)
+        self.chain.set_profile(message.profile, self.timeline.origin)
+        for pane in (self.ops, self.timeline, self.chain):
+            pane.loading = False
+        self._info(describe(message.profile, message.run.name, self.path.name))
+        self._titles()
+        self.ops.focus()
+        self.refresh_bindings()
+
+    @on(LoadFailed)
+    def _load_failed(self, message: LoadFailed) -> None:
+        from trntui.tui.screens.error import ErrorScreen
+
+        self.load_error = message.reason
+        for pane in (self.ops, self.timeline, self.chain):
+            pane.loading = False
+        self._info(f"trntui · error: {message.reason}")
+        self.push_screen(ErrorScreen(message.reason))
+
+    # -- pane coordination -----------------------------------------------------------------------
+    @on(OpTableView.TitleChanged)
+    @on(Timeline.TitleChanged)
+    def _title_changed(self) -> None:
+        self._titles()
+
+    @on(OpTableView.OpSelected)
+    def _op_selected(self, message: OpTableView.OpSelected) -> None:
+        self.select_op(message.row)
+
+    def select_op(self, row: int) -> None:
+        """Make OpTable row `row` the selection: highlight its instances (and what they launched), chain the
+        first instance, move the timeline cursor to it."""
+        if self.table is None or self.profile is None:
+            return
+        from trntui.analysis.links import build_links
+
+        events = np.asarray(self.table.rows_events[row], np.int64)
+        if len(events) == 0:
+            self.notify("This row has no events to show", severity="warning")
+            return
+        links = build_links(self.profile)
+        launched = np.nonzero(np.isin(links.op_of, events))[0]
+        self.timeline.select(np.concatenate([events, launched]), events)
+        first = int(events[np.argmin(self.profile.start[events])])
+        self.timeline.go_to_event(first)
+        self.chain.show_event(first)
+        self._titles()
+
+    @on(Timeline.EventChosen)
+    def _event_chosen(self, message: Timeline.EventChosen) -> None:
+        self.chain.show_event(message.event)
+        self._titles()
+
+    @on(OpTableView.FilterRequested)
+    def _filter_requested(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("-active")
+        if self.ops.pattern is not None:
+            box.value = self.ops.pattern.pattern
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        try:
+            self.ops.set_filter(event.value)
+            event.input.remove_class("-invalid")
+        except re.error:
+            event.input.add_class("-invalid")
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        try:
+            self.ops.set_filter(event.value)
+        except re.error as exc:
+            self.notify(f"invalid regex {event.value!r}: {exc}", severity="error", markup=False)
+            return
+        event.input.remove_class("-invalid")
+        if not event.value:
+            event.input.remove_class("-active")
+        self.ops.focus()
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_help(self) -> None:
+        from trntui.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_toggle_maximize(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif screen.focused is not None:
+            target = screen.focused
+            if isinstance(target, Input):
+                target = self.ops
+            screen.maximize(target)
+
+    def action_escape(self) -> None:
+        box = self.query_one("#filter", Input)
+        if self.screen.focused is box:
+            box.value = ""
+            self.ops.set_filter("")
+            box.remove_class("-active", "-invalid")
+            self.ops.focus()
+        elif self.screen.maximized is not None:
+            self.screen.minimize()
+
+    def action_pick_run(self) -> None:
+        from trntui.tui.screens.runs import RunPicker
+
+        if len(self.runs) <= 1:
+            self.notify("This path holds one run", severity="information")
+            return
+
+        def chosen(name: str | None) -> None:
+            if name is not None:
+                self.start_load(name)
+
+        self.push_screen(RunPicker([r.name for r in self.runs], self.run_name), chosen)
+
+    def action_focus_pane(self, pane: str) -> None:
+        self.query_one(f"#{pane}").focus()
+
+    def action_pane(self, pane: str, action: str) -> None:
+        """Focus `pane` and run one of its actions (palette entries)."""
+        widget = self.query_one(f"#{pane}")
+        widget.focus()
+        self.call_later(self.run_action, action, widget)
+
+    def action_sort(self, key: str) -> None:
+        self.ops.sort_by(key)
+
+    # -- command palette -------------------------------------------------------------------------
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(title, help, callback) for every action; the palette lists them."""
+        from trntui.tui.keys import _bindings, key_display
+
+        out: list[tuple[str, str, Callable[[], object]]] = []
+        for b in _bindings(type(self)):
+            if b.action in ("command_palette", "escape"):
+                continue
+            out.append((b.description, f"key: {key_display(b.key)}", lambda a=b.action: self.run_action(a)))
+        for pane, cls in (("ops", OpTableView), ("timeline", Timeline), ("chain", ChainView)):
+            for b in _bindings(cls):
+                if b.action.startswith("sort_column("):
+                    continue
+                title = f"{pane.capitalize()}: {b.description}"
+                out.append((title, f"key: {key_display(b.key)}", lambda p=pane, a=b.action: self.action_pane(p, a)))
+        for k, col in enumerate(self.ops.columns):
+            out.append((f"Sort by {col.title}", f"key: {k + 1}", lambda key=col.key: self.action_sort(key)))
+        return out
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pick_run":
+            return len(self.runs) > 1
+        return True

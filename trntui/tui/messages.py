@@ -1,0 +1,51 @@
+"""App-level messages posted by the load worker (workers never touch widgets; the App handles these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from trntui.analysis.key_averages import OpTable
+    from trntui.loaders.discover import Run
+    from trntui.model.profile import Profile
+
+
+@dataclass
+class LoadProgress(Message):
+    """A load stage started (`step` of `total`)."""
+
+    stage: str
+    step: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LoadProgress)
+
+
+@dataclass
+class RunsFound(Message):
+    """The path holds several runs and none was named: the user picks one."""
+
+    runs: list["Run"]
+
+
+@dataclass
+class ProfileLoaded(Message):
+    """A run was loaded and analysed (key_averages, links, timeline rows are cached on the profile)."""
+
+    run: "Run"
+    runs: list["Run"]
+    profile: "Profile"
+    table: "OpTable"
+    seconds: float
+    extra: dict[str, Any] | None = None
+
+
+@dataclass
+class LoadFailed(Message):
+    """Loading failed; `reason` is one line for the user."""
+
+    reason: str

@@ -1,0 +1,1 @@
+"""Modal screens: help, run picker, load error."""

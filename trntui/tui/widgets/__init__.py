@@ -1,0 +1,1 @@
+"""Line-API widgets of the trntui app: op table, timeline, chain."""

@@ -1,0 +1,335 @@
+"""The ops pane: torch's key_averages table as a virtualised Line-API `ScrollView` (10k+ rows stay instant)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from trntui.report import format_time
+from trntui.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from trntui.analysis.key_averages import OpTable
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: the OpTable field, its header and its width (0 = the name column, takes the rest)."""
+
+    key: str
+    title: str
+    width: int
+    numeric: bool = True
+
+
+def table_columns(table: "OpTable") -> list[Column]:
+    """The columns present in the data, device columns labelled with the backend (Self CUDA, Self NEURON)."""
+    cols = [
+        Column("name", "Name", 0, numeric=False),
+        Column("count", "# Calls", 7),
+        Column("self_cpu_time_total", "Self CPU", 10),
+        Column("cpu_time_total", "CPU total", 10),
+    ]
+    if table.has_device:
+        dev = table.backend
+        cols += [
+            Column("self_device_time_total", f"Self {dev}", max(10, len(dev) + 6)),
+            Column("device_time_total", f"{dev} total", max(10, len(dev) + 7)),
+            Column("self_device_percent", f"% {dev}", max(8, len(dev) + 3)),
+        ]
+    return cols
+
+
+def _format(table: "OpTable", key: str, k: int) -> str:
+    if key == "name":
+        return safe_text(table.name[k])
+    if key == "count":
+        return str(int(table.count[k]))
+    value = float(getattr(table, key)[k])
+    if key.endswith("percent"):
+        return f"{value:.2f}%"
+    return format_time(value)
+
+
+def _fit(text: str, width: int, right: bool) -> str:
+    if len(text) > width:
+        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
+    return text.rjust(width) if right else text.ljust(width)
+
+
+class OpTableView(ScrollView, can_focus=True):
+    """Sortable, filterable op table drawn line by line from the `OpTable` columns."""
+
+    ALLOW_MAXIMIZE = True
+
+    HELP = "Ops: torch's key_averages table. Enter selects an op everywhere."
+
+    BINDINGS = [
+        Binding("down,j", "cursor(1)", "Down", show=False, id="ops-down"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="ops-up"),
+        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False, id="ops-page-down"),
+        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False, id="ops-page-up"),
+        Binding("home,g", "jump(0)", "First row", show=False, id="ops-top"),
+        Binding("end,G", "jump(-1)", "Last row", show=False, id="ops-bottom"),
+        Binding("enter", "select", "Select op", id="ops-select"),
+        Binding("s", "cycle_sort", "Sort column", id="ops-sort-next"),
+        Binding("S", "reverse_sort", "Reverse sort", id="ops-sort-reverse"),
+        Binding("1", "sort_column(0)", "Sort by column 1 (Name)", show=False, id="ops-sort-1"),
+        Binding("2", "sort_column(1)", "Sort by column 2 (# Calls)", show=False, id="ops-sort-2"),
+        Binding("3", "sort_column(2)", "Sort by column 3 (Self CPU)", show=False, id="ops-sort-3"),
+        Binding("4", "sort_column(3)", "Sort by column 4 (CPU total)", show=False, id="ops-sort-4"),
+        Binding("5", "sort_column(4)", "Sort by column 5 (Self <DEV>)", show=False, id="ops-sort-5"),
+        Binding("6", "sort_column(5)", "Sort by column 6 (<DEV> total)", show=False, id="ops-sort-6"),
+        Binding("7", "sort_column(6)", "Sort by column 7 (% <DEV>)", show=False, id="ops-sort-7"),
+        Binding("slash", "filter", "Filter", id="ops-filter"),
+    ]
+
+    COMPONENT_CLASSES = {"op-table--header", "op-table--cursor", "op-table--selected"}
+
+    DEFAULT_CSS = """
+    OpTableView {
+        scrollbar-size-vertical: 1;
+        overflow-x: hidden;
+    }
+    OpTableView > .op-table--header { text-style: bold; color: $text-accent; }
+    OpTableView > .op-table--cursor { background: $block-cursor-blurred-background; }
+    OpTableView:focus > .op-table--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    OpTableView > .op-table--selected { color: $text-warning; text-style: bold; }
+    """
+
+    class OpSelected(Message):
+        """Enter on a row: the op (row `row` of the OpTable) becomes the selection everywhere."""
+
+        def __init__(self, row: int) -> None:
+            self.row = row
+            super().__init__()
+
+    class FilterRequested(Message):
+        """`/` pressed: the pane should show its filter input."""
+
+    class TitleChanged(Message):
+        """The sort or filter changed (the pane title shows them)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.table: OpTable | None = None
+        self.columns: list[Column] = []
+        self.sort_index = 0
+        """Index into `columns` of the sort column."""
+        self.descending = True
+        self.pattern: re.Pattern[str] | None = None
+        self.view = np.empty(0, np.int64)
+        """Table rows in display order (sorted, filtered)."""
+        self.cursor = 0
+        """Position of the cursor in `view`."""
+        self.selected_row = -1
+        """The OpTable row selected with Enter (highlighted)."""
+        self._version = 0
+        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+
+    # -- data ------------------------------------------------------------------------------------
+    def set_table(self, table: "OpTable") -> None:
+        """Show `table`, sorted by device time when there is some (like torch's examples), else self CPU."""
+        self.table = table
+        self.columns = table_columns(table)
+        keys = [c.key for c in self.columns]
+        self.sort_index = keys.index("self_device_time_total") if table.has_device else keys.index("self_cpu_time_total")
+        self.descending = True
+        self.pattern = None
+        self.selected_row = -1
+        self._rebuild()
+
+    @property
+    def sort_column(self) -> Column | None:
+        return self.columns[self.sort_index] if self.columns else None
+
+    @property
+    def title(self) -> str:
+        """Pane title: what the table shows and how it is sorted/filtered."""
+        if self.table is None:
+            return "Ops"
+        col = self.sort_column
+        arrow = "↓" if self.descending else "↑"
+        text = f"Ops · sort: {col.title} {arrow} · {len(self.view)}/{len(self.table)} rows"
+        if self.pattern is not None:
+            text += f" · filter: /{safe_text(self.pattern.pattern)}/"
+        return text
+
+    def row_text(self, position: int) -> str:
+        """Plain text of display row `position` at the current width (tests, docs)."""
+        return self._render_row(position, self.size.width or 80).text
+
+    def _rebuild(self) -> None:
+        table = self.table
+        if table is None:
+            self.view = np.empty(0, np.int64)
+        else:
+            col = self.columns[self.sort_index]
+            if col.key == "name":
+                keys = np.array([n.lower() for n in table.name], dtype=object)
+                order = np.argsort(keys, kind="stable")
+                if self.descending:
+                    order = order[::-1]
+            else:
+                values = np.asarray(getattr(table, col.key), dtype=np.float64)
+                order = np.argsort(-values if self.descending else values, kind="stable")
+            if self.pattern is not None:
+                search = self.pattern.search
+                keep = np.fromiter((search(table.name[k]) is not None for k in order.tolist()), bool, len(order))
+                order = order[keep]
+            self.view = np.asarray(order, np.int64)
+        self._version += 1
+        self._cache.clear()
+        self.cursor = min(self.cursor, max(len(self.view) - 1, 0))
+        self.virtual_size = Size(self.size.width, len(self.view) + 1)
+        self.post_message(self.TitleChanged())
+        self._scroll_cursor_visible()
+        self.refresh()
+
+    def sort_by(self, key: str, descending: bool | None = None) -> None:
+        """Sort by the column whose field is `key`; numbers default to descending, names to ascending."""
+        keys = [c.key for c in self.columns]
+        if key not in keys:
+            return
+        self.sort_index = keys.index(key)
+        self.descending = (key != "name") if descending is None else descending
+        self.cursor = 0
+        self._rebuild()
+
+    def set_filter(self, pattern: str) -> None:
+        """Keep rows whose name matches the regex `pattern` (case-insensitive); raises `re.error` if invalid."""
+        self.pattern = re.compile(pattern, re.IGNORECASE) if pattern else None
+        self.cursor = 0
+        self._rebuild()
+
+    def move_to_row(self, row: int) -> None:
+        """Put the cursor on OpTable row `row` if it is visible."""
+        hits = np.nonzero(self.view == row)[0]
+        if len(hits):
+            self.cursor = int(hits[0])
+            self._scroll_cursor_visible()
+            self.refresh()
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        if len(self.view) == 0:
+            return
+        self.cursor = int(np.clip(self.cursor + delta, 0, len(self.view) - 1))
+        self._scroll_cursor_visible()
+        self.refresh()
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.size.height - 2, 1))
+
+    def action_jump(self, where: int) -> None:
+        self.cursor = 0 if where == 0 else max(len(self.view) - 1, 0)
+        self._scroll_cursor_visible()
+        self.refresh()
+
+    def action_select(self) -> None:
+        if len(self.view) == 0:
+            return
+        self.selected_row = int(self.view[self.cursor])
+        self._cache.clear()
+        self.refresh()
+        self.post_message(self.OpSelected(self.selected_row))
+
+    def action_cycle_sort(self) -> None:
+        if self.columns:
+            self.sort_by(self.columns[(self.sort_index + 1) % len(self.columns)].key)
+
+    def action_reverse_sort(self) -> None:
+        if self.columns:
+            self.descending = not self.descending
+            self._rebuild()
+
+    def action_sort_column(self, index: int) -> None:
+        if 0 <= index < len(self.columns):
+            self.sort_by(self.columns[index].key)
+
+    def action_filter(self) -> None:
+        self.post_message(self.FilterRequested())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "sort_column" and parameters:
+            return int(parameters[0]) < len(self.columns) or not self.columns
+        return True
+
+    # -- rendering -------------------------------------------------------------------------------
+    def _scroll_cursor_visible(self) -> None:
+        rows_visible = max(self.size.height - 1, 1)
+        top = int(self.scroll_offset.y)
+        if self.cursor < top:
+            top = self.cursor
+        elif self.cursor >= top + rows_visible:
+            top = self.cursor - rows_visible + 1
+        if top != int(self.scroll_offset.y):
+            self.scroll_to(y=top, animate=False, immediate=True)
+
+    def _widths(self, width: int) -> list[int]:
+        fixed = sum(c.width + 1 for c in self.columns if c.width)
+        name_width = max(width - fixed, 8)
+        return [c.width or name_width for c in self.columns]
+
+    def _line(self, cells: list[str], style: Style) -> Strip:
+        return Strip([Segment(" ".join(cells), style)])
+
+    def _header(self, width: int) -> Strip:
+        cells = []
+        for i, (col, w) in enumerate(zip(self.columns, self._widths(width))):
+            title = col.title
+            if i == self.sort_index:
+                title = f"{title}{'↓' if self.descending else '↑'}"
+            cells.append(_fit(title, w, col.numeric))
+        style = self.rich_style + self.get_component_rich_style("op-table--header")
+        return self._line(cells, style).crop_extend(0, width, self.rich_style)
+
+    def _render_row(self, position: int, width: int) -> Strip:
+        table = self.table
+        if table is None or position >= len(self.view):
+            return Strip.blank(width, self.rich_style)
+        k = int(self.view[position])
+        cells = [_fit(_format(table, c.key, k), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
+        style = self.rich_style
+        if k == self.selected_row:
+            style = style + self.get_component_rich_style("op-table--selected")
+        if position == self.cursor:
+            style = style + self.get_component_rich_style("op-table--cursor")
+        return self._line(cells, style).crop_extend(0, width, style)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width or self.size.width
+        if self.table is None:
+            text = "loading…" if y == 0 else ""
+            return Strip([Segment(text, self.rich_style)]).crop_extend(0, width, self.rich_style)
+        if y == 0:
+            return self._header(width)
+        position = int(self.scroll_offset.y) + y - 1
+        focused = self.has_focus
+        key = (position, position == self.cursor, focused, width, self._version, self.selected_row)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._render_row(position, width)
+            self._cache[key] = strip
+        return strip
+
+    def on_resize(self) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.view) + 1)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

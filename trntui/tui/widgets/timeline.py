@@ -1,0 +1,492 @@
+"""The timeline pane: one text row per lane (and nesting sub-row), grouped by tier, drawn with the Line API.
+
+Each cell shows how much of its time span is busy (`GLYPHS`); the selected op's instances are highlighted.
+The view state is `t0` (ns at the first cell), `ns_per_cell`, the cursor row and the cursor time; every frame
+asks `trntui.analysis.timeline` for the visible rows only and caches strips per (row, window).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from trntui.analysis.timeline import (
+    Intervals,
+    TimelineRow,
+    build_rows,
+    display_span,
+    event_at,
+    format_ns,
+    format_offset,
+    next_event,
+    row_cells,
+    selected_intervals,
+)
+from trntui.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from trntui.model.profile import Profile
+
+MAX_SUBROWS = 4
+"""Nesting depths drawn per lane; deeper events share the last sub-row."""
+
+HEADER_LINES = 2
+"""Ruler line and cursor-status line above the lane rows."""
+
+
+@dataclass(frozen=True)
+class DisplayRow:
+    """A drawn row: a tier heading (`row` is None) or one timeline row."""
+
+    title: str
+    row: TimelineRow | None = None
+    index: int = -1
+    """Index into the model rows (for the selection intervals)."""
+
+
+def left_truncate(text: str, width: int) -> str:
+    """Keep the end of a label (`…/framework/TID:1`): the identifying part of Explorer labels is last."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    return "…" + text[len(text) - width + 1 :] if width > 1 else text[-1:]
+
+
+class Timeline(Widget, can_focus=True):
+    """Lanes × time, navigated with the keyboard; Enter opens the chain of the event under the cursor."""
+
+    ALLOW_MAXIMIZE = True
+
+    HELP = "Timeline: busy time per cell (░▒▓█); highlighted cells are instances of the selected op."
+
+    BINDINGS = [
+        Binding("left,h", "pan(-1)", "Pan left", id="timeline-pan-left"),
+        Binding("right,l", "pan(1)", "Pan right", id="timeline-pan-right"),
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline-zoom-in"),
+        Binding("minus", "zoom(2)", "Zoom out", id="timeline-zoom-out"),
+        Binding("0", "fit", "Fit all", id="timeline-fit"),
+        Binding("left_square_bracket", "step(-1)", "Prev event", id="timeline-prev-event"),
+        Binding("right_square_bracket", "step(1)", "Next event", id="timeline-next-event"),
+        Binding("n", "instance(1)", "Next instance", id="timeline-next-instance"),
+        Binding("N", "instance(-1)", "Prev instance", show=False, id="timeline-prev-instance"),
+        Binding("down,j", "lane(1)", "Lane down", show=False, id="timeline-lane-down"),
+        Binding("up,k", "lane(-1)", "Lane up", show=False, id="timeline-lane-up"),
+        Binding("comma", "nudge(-1)", "Cursor left one cell", show=False, id="timeline-cursor-left"),
+        Binding("full_stop", "nudge(1)", "Cursor right one cell", show=False, id="timeline-cursor-right"),
+        Binding("enter", "choose", "Chain", id="timeline-chain"),
+    ]
+
+    COMPONENT_CLASSES = {
+        "timeline--label",
+        "timeline--tier",
+        "timeline--busy",
+        "timeline--selected",
+        "timeline--cursor",
+        "timeline--ruler",
+    }
+
+    DEFAULT_CSS = """
+    Timeline > .timeline--label { color: $text-muted; }
+    Timeline > .timeline--tier { color: $text-accent; text-style: bold; }
+    Timeline > .timeline--busy { color: $primary-lighten-1; }
+    Timeline > .timeline--selected { color: $text-warning; text-style: bold; }
+    Timeline > .timeline--cursor { text-style: reverse; }
+    Timeline > .timeline--ruler { color: $text-muted; }
+    """
+
+    class EventChosen(Message):
+        """Enter on the timeline: show the chain of event `event`."""
+
+        def __init__(self, event: int) -> None:
+            self.event = event
+            super().__init__()
+
+    class TitleChanged(Message):
+        """The window or scale changed (the pane title shows them)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile: Profile | None = None
+        self.rows: list[TimelineRow] = []
+        self.display_rows: list[DisplayRow] = []
+        self.origin = 0
+        """Absolute ns shown as +0 (start of the fitted span)."""
+        self.t0 = 0.0
+        """Absolute ns at the left edge of the first cell."""
+        self.ns_per_cell = 1.0
+        self.cursor_t = 0.0
+        """Absolute ns at the cursor (the cursor cell is the cell that holds it)."""
+        self.cursor_row = 0
+        """Index into `display` (never a tier heading)."""
+        self.cursor_event = -1
+        """The event the cursor was put on by `[`/`]`/`n`/`N`, while it stays under the cursor."""
+        self.first_row = 0
+        """First display row drawn (vertical scroll)."""
+        self.selection = np.empty(0, np.int64)
+        """Highlighted events (the selected op's instances and what they launched)."""
+        self.instances = np.empty(0, np.int64)
+        """The selected op's own instances, sorted by start (`n`/`N` walk them)."""
+        self._selected: list[Intervals | None] = []
+        self._selection_version = 0
+        self._fitted = True
+        self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
+
+    # -- model -----------------------------------------------------------------------------------
+    def set_profile(self, profile: "Profile") -> None:
+        """Show `profile` fitted to its span, cursor on the first lane row."""
+        self.profile = profile
+        self.rows = build_rows(profile, MAX_SUBROWS)
+        self.display_rows = []
+        last_tier = None
+        for index, row in enumerate(self.rows):
+            lane = profile.lanes[row.lane]
+            if lane.tier != last_tier:
+                self.display_rows.append(DisplayRow(lane.tier.title))
+                last_tier = lane.tier
+            label = safe_text(lane.label) if row.depth == 0 else f"+{row.depth}"
+            self.display_rows.append(DisplayRow(label, row, index))
+        self.origin = display_span(profile)[0]
+        self.selection = np.empty(0, np.int64)
+        self.instances = np.empty(0, np.int64)
+        self._selected = [None] * len(self.rows)
+        self._selection_version += 1
+        self.cursor_row = self._first_lane_row()
+        self.first_row = 0
+        self.cursor_event = -1
+        self.fit()
+
+    def select(self, highlight: np.ndarray, instances: np.ndarray) -> None:
+        """Highlight `highlight`; `instances` (an op's own events) are what `n`/`N` step through."""
+        self.selection = np.asarray(highlight, np.int64)
+        if self.profile is not None and len(instances):
+            inst = np.asarray(instances, np.int64)
+            self.instances = inst[np.argsort(self.profile.start[inst], kind="stable")]
+        else:
+            self.instances = np.empty(0, np.int64)
+        self._selected = selected_intervals(self.rows, self.selection)
+        self._selection_version += 1
+        self.refresh()
+
+    # -- geometry --------------------------------------------------------------------------------
+    @property
+    def label_width(self) -> int:
+        width = self.size.width or 80
+        longest = max((len(d.title) for d in self.display_rows), default=8)
+        return max(8, min(longest, 28, width // 4))
+
+    @property
+    def cells(self) -> int:
+        return max((self.size.width or 80) - self.label_width - 1, 1)
+
+    @property
+    def visible_rows(self) -> int:
+        return max((self.size.height or 10) - HEADER_LINES, 1)
+
+    @property
+    def cursor_col(self) -> int:
+        return int(math.floor((self.cursor_t - self.t0) / self.ns_per_cell))
+
+    @property
+    def window(self) -> tuple[float, float]:
+        return (self.t0, self.t0 + self.cells * self.ns_per_cell)
+
+    def _first_lane_row(self) -> int:
+        for k, d in enumerate(self.display_rows):
+            if d.row is not None:
+                return k
+        return 0
+
+    def fit(self) -> None:
+        """Zoom so the whole span fits; cursor in the middle."""
+        if self.profile is None:
+            return
+        a, b = display_span(self.profile)
+        self.ns_per_cell = max((b - a) / self.cells, 1.0)
+        self.t0 = float(a)
+        self.cursor_t = self.t0 + (self.cells // 2 + 0.5) * self.ns_per_cell
+        self.cursor_event = -1
+        self._fitted = True
+        self._changed()
+
+    def set_window(self, t0: float, ns_per_cell: float) -> None:
+        """Show cells of `ns_per_cell` from `t0` (tests, bench); the cursor goes to the middle."""
+        self.ns_per_cell = max(float(ns_per_cell), 1.0)
+        self.t0 = float(t0)
+        self.cursor_t = self.t0 + (self.cells // 2 + 0.5) * self.ns_per_cell
+        self._fitted = False
+        self._changed()
+
+    def _changed(self) -> None:
+        self.post_message(self.TitleChanged())
+        self.refresh()
+
+    @property
+    def title(self) -> str:
+        if self.profile is None:
+            return "Timeline"
+        a, b = self.window
+        return (
+            f"Timeline · +{format_ns(a - self.origin)} … +{format_ns(b - self.origin)}"
+            f" · {format_ns(self.ns_per_cell)}/cell"
+        )
+
+    # -- cursor helpers --------------------------------------------------------------------------
+    def _center_on(self, t: float) -> None:
+        """Move the cursor to time `t`, panning only when it leaves the window."""
+        self.cursor_t = float(t)
+        col = self.cursor_col
+        if col < 0 or col >= self.cells:
+            self.t0 = self.cursor_t - (self.cells // 2 + 0.5) * self.ns_per_cell
+            self._fitted = False
+
+    def _scroll_to_cursor(self) -> None:
+        if self.cursor_row < self.first_row:
+            self.first_row = self.cursor_row
+        elif self.cursor_row >= self.first_row + self.visible_rows:
+            self.first_row = self.cursor_row - self.visible_rows + 1
+        if self.first_row > 0 and self.display_rows[self.first_row - 1].row is None and self.cursor_row >= self.first_row:
+            # keep the tier heading of the cursor's group in view when there is room
+            if self.cursor_row - (self.first_row - 1) < self.visible_rows:
+                self.first_row -= 1
+
+    def _row_for_event(self, event: int) -> int:
+        if self.profile is None:
+            return -1
+        for k, d in enumerate(self.display_rows):
+            if d.row is not None and d.row.lane == int(self.profile.lane[event]):
+                pos = np.searchsorted(d.row.starts, self.profile.start[event], side="left")
+                end = np.searchsorted(d.row.starts, self.profile.start[event], side="right")
+                if np.any(d.row.events[pos:end] == event):
+                    return k
+        return -1
+
+    def go_to_event(self, event: int) -> None:
+        """Put the cursor on `event` (its lane sub-row and start), panning if needed."""
+        row = self._row_for_event(event)
+        if row < 0 or self.profile is None:
+            return
+        self.cursor_row = row
+        self.cursor_event = event
+        start, end = float(self.profile.start[event]), float(self.profile.end[event])
+        self._center_on(start + min(end - start, self.ns_per_cell) / 2)
+        self._scroll_to_cursor()
+        self._changed()
+
+    def event_under_cursor(self) -> int:
+        """The event at the cursor cell on the cursor row, or -1."""
+        if not self.display_rows or self.profile is None:
+            return -1
+        row = self.display_rows[self.cursor_row].row
+        if row is None:
+            return -1
+        col = self.cursor_col
+        lo, hi = self.t0 + col * self.ns_per_cell, self.t0 + (col + 1) * self.ns_per_cell
+        if self.cursor_event >= 0 and self.profile.lane[self.cursor_event] == row.lane:
+            s, e = int(self.profile.start[self.cursor_event]), int(self.profile.end[self.cursor_event])
+            if s < hi and max(e, s + 1) > lo:
+                return self.cursor_event
+        return event_at(row, lo, hi)
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_pan(self, direction: int) -> None:
+        step = max(self.cells // 8, 1) * self.ns_per_cell * direction
+        self.t0 += step
+        self.cursor_t += step
+        self.cursor_event = -1
+        self._fitted = False
+        self._changed()
+
+    def action_nudge(self, direction: int) -> None:
+        self.cursor_event = -1
+        self._center_on(self.cursor_t + direction * self.ns_per_cell)
+        self._changed()
+
+    def action_zoom(self, factor: float) -> None:
+        col = self.cursor_t - self.t0
+        new = max(self.ns_per_cell * factor, 1.0)
+        if self.profile is not None:
+            a, b = display_span(self.profile)
+            new = min(new, max((b - a) / self.cells * 4, 1.0))
+        self.t0 = self.cursor_t - col * (new / self.ns_per_cell)
+        self.ns_per_cell = new
+        self._fitted = False
+        self._changed()
+
+    def action_fit(self) -> None:
+        self.fit()
+
+    def action_lane(self, delta: int) -> None:
+        k = self.cursor_row + delta
+        while 0 <= k < len(self.display_rows) and self.display_rows[k].row is None:
+            k += delta
+        if 0 <= k < len(self.display_rows):
+            self.cursor_row = k
+            self.cursor_event = -1
+            self._scroll_to_cursor()
+            self.refresh()
+
+    def action_step(self, direction: int) -> None:
+        if not self.display_rows or self.profile is None:
+            return
+        row = self.display_rows[self.cursor_row].row
+        if row is None:
+            return
+        current = self.event_under_cursor()
+        t = int(self.profile.start[current]) if current >= 0 else int(self.cursor_t)
+        if current < 0 and direction < 0:
+            t = int(self.cursor_t) + 1
+        event = next_event(row, t, current, forward=direction > 0)
+        if event >= 0:
+            self.go_to_event(event)
+
+    def action_instance(self, direction: int) -> None:
+        if len(self.instances) == 0 or self.profile is None:
+            self.notify("No op selected: press Enter on a row of the ops table first", severity="warning")
+            return
+        starts = self.profile.start[self.instances]
+        current = self.event_under_cursor()
+        pos = -1
+        if current >= 0:
+            hits = np.nonzero(self.instances == current)[0]
+            pos = int(hits[0]) if len(hits) else -1
+        if pos >= 0:
+            k = pos + direction
+        elif direction > 0:
+            k = int(np.searchsorted(starts, self.cursor_t, side="right"))
+        else:
+            k = int(np.searchsorted(starts, self.cursor_t, side="left")) - 1
+        k %= len(self.instances)
+        self.go_to_event(int(self.instances[k]))
+
+    def action_choose(self) -> None:
+        event = self.event_under_cursor()
+        if event < 0:
+            self.notify("No event under the cursor", severity="warning")
+            return
+        self.post_message(self.EventChosen(event))
+
+    # -- rendering -------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if self.profile is None:
+            text = "loading…" if y == 0 else ""
+            return Strip([Segment(text, base)]).crop_extend(0, width, base)
+        if y == 0:
+            return self._ruler(width)
+        if y == 1:
+            return self._status(width)
+        k = self.first_row + y - HEADER_LINES
+        if k >= len(self.display_rows):
+            return Strip.blank(width, base)
+        is_cursor = k == self.cursor_row
+        key = (
+            k,
+            self.t0,
+            self.ns_per_cell,
+            width,
+            self._selection_version,
+            self.cursor_col if is_cursor else None,
+            is_cursor and self.has_focus,
+        )
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._render_row(k, width, is_cursor)
+            self._cache[key] = strip
+        return strip
+
+    def _render_row(self, k: int, width: int, is_cursor: bool) -> Strip:
+        base = self.rich_style
+        item = self.display_rows[k]
+        lw = self.label_width
+        if item.row is None:
+            style = base + self.get_component_rich_style("timeline--tier")
+            text = f"── {item.title} "
+            return Strip([Segment(text + "─" * max(width - len(text), 0), style)]).crop_extend(0, width, base)
+        label_style = base + self.get_component_rich_style("timeline--label")
+        if is_cursor:
+            label_style = label_style + Style(reverse=self.has_focus, bold=True)
+        label = left_truncate(item.title, lw)
+        label = label.rjust(lw) if item.row.depth else label.ljust(lw)
+        segments = [Segment(label, label_style), Segment(" ", base)]
+        cells = self.cells
+        glyphs, marked = row_cells(item.row, self.t0, self.ns_per_cell, cells, self._selected[item.index])
+        busy = base + self.get_component_rich_style("timeline--busy")
+        selected = base + self.get_component_rich_style("timeline--selected")
+        cursor_col = self.cursor_col if is_cursor else -1
+        # runs of equal style
+        styles = np.where(marked, 1, 0)
+        if 0 <= cursor_col < cells:
+            styles[cursor_col] = 2
+        palette = (busy, selected, None)
+        start = 0
+        for cut in list(np.nonzero(np.diff(styles))[0] + 1) + [cells]:
+            kind = int(styles[start])
+            text = glyphs[start:cut]
+            if kind == 2:
+                style = (selected if marked[start] else busy) + Style(reverse=True)
+                if text == " ":
+                    text = "│"
+                    style = base + self.get_component_rich_style("timeline--cursor")
+            else:
+                style = palette[kind]
+            segments.append(Segment(text, style))
+            start = cut
+        return Strip(segments).crop_extend(0, width, base)
+
+    def _ruler(self, width: int) -> Strip:
+        base = self.rich_style
+        style = base + self.get_component_rich_style("timeline--ruler")
+        lw = self.label_width
+        head = f"{format_ns(self.ns_per_cell)}/cell".ljust(lw)[:lw] + " "
+        cells = self.cells
+        line = [" "] * cells
+        step = max(cells // 4, 12)
+        for col in range(0, cells, step):
+            mark = f"|+{format_ns(self.t0 + col * self.ns_per_cell - self.origin)}"
+            if col + len(mark) > cells:
+                break
+            line[col : col + len(mark)] = list(mark)
+        return Strip([Segment(head + "".join(line), style)]).crop_extend(0, width, base)
+
+    def _status(self, width: int) -> Strip:
+        base = self.rich_style
+        profile = self.profile
+        at = f"@{format_offset(self.cursor_t - self.origin)}"
+        event = self.event_under_cursor() if profile is not None else -1
+        if event >= 0 and profile is not None:
+            dur = int(profile.end[event] - profile.start[event])
+            text = (
+                f"▸ {safe_text(profile.name_of(event))} · {format_ns(dur)}"
+                f" · start {format_offset(int(profile.start[event]) - self.origin)}"
+            )
+        else:
+            text = f"▸ (no event under cursor) · {at}"
+        return Strip([Segment(text, base + Style(bold=True))]).crop_extend(0, width, base)
+
+    def lane_text(self, k: int) -> str:
+        """Plain text of display row `k` (tests, docs)."""
+        return self._render_row(k, self.size.width or 80, k == self.cursor_row).text
+
+    def on_resize(self) -> None:
+        self._cache.clear()
+        if self._fitted and self.profile is not None:
+            self.fit()
+        self._scroll_to_cursor()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
