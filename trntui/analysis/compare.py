@@ -10,6 +10,7 @@ Metrics per run (µs for times), as shown by `trntui compare` and usable in `--f
   per-physical-core duplicates merged). None for a CPU-only run.
 - `host_ops`: top-level operator calls: `cpu_op` events (plus compiled-graph calls, `Torch-Compiled Region*`)
   that have no other such operator call around them on their thread, inside the profiled step(s).
+  Dynamo's guard check (`TorchDynamo Cache Lookup`) is bookkeeping, not an operator call.
   `ProfilerStep#N` and other `record_function` scopes are transparent wrappers: ops inside them still count as
   top level; ops nested in another op (aten::mean → aten::sum) do not. Naive RMSNorm = 6 (mul, mean, add,
   rsqrt, mul, mul); `torch.rms_norm` = 1; the compiled function = 1 (its region).
@@ -52,6 +53,9 @@ METRIC_TITLES = {
 COMPILED_REGION_PREFIX = "Torch-Compiled Region"
 """torch records each call of a `torch.compile`d graph as a `record_function` with this name."""
 OP_CATS = ("cpu_op", "Operator")
+NOT_OPERATOR_CALLS = ("TorchDynamo Cache Lookup",)
+"""torch.compile bookkeeping recorded as `cpu_op` (guard evaluation before each compiled call): not an operator
+call of the workload (transparent, like a record_function scope)."""
 
 
 # -- host-side operator calls -------------------------------------------------------------------------------
@@ -79,6 +83,7 @@ def host_op_calls(profile: Profile) -> np.ndarray:
     if region_ids:
         cand |= profile.cat_mask(("user_annotation",)) & np.isin(profile.name, region_ids)
     filtered = [profile.name_id(x) for x in FILTERED_NAMES]
+    filtered += [k for k, nm in enumerate(profile.names) if nm.startswith(NOT_OPERATOR_CALLS)]
     filtered = [x for x in filtered if x >= 0]
     if filtered:
         cand &= ~np.isin(profile.name, filtered)

@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _manifest_order(run: Any) -> float | None:
     m = getattr(run, "manifest", None) or {}
+    variants, variant = m.get("variants"), m.get("variant")
+    if isinstance(variants, list) and variant in variants:
+        return float(variants.index(variant))  # `trntui profile` order: naive, fused, compiled
     for key in ("order", "variant_index", "index"):
         v = m.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -269,6 +272,8 @@ def diff_cell(row: Any, field: str, k: int) -> str:
 
 
 def _marked(row: Any, k: int, text: str) -> str:
+    if row.calls[k] is None and row.calls[0] is None:
+        return "-"
     m = row.marker(k)
     return {"+": f"{text} (new)", "-": f"{text} (gone)"}.get(m, text)
 

@@ -1,0 +1,123 @@
+"""The compare view (issue 6): summary rows, op diff after sort/filter, Enter → the op in a run's timeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trntui.commands.compare import load_runs
+from trntui.tui.compare import CompareApp, CompareScreen, OpTimelineScreen
+
+SIZE = (180, 44)
+
+
+@pytest.fixture(scope="module")
+def corpus_runs():
+    corpus = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "kineto"
+    corpus = corpus.resolve()
+    if not corpus.is_dir():
+        pytest.fail(f"trace corpus not found at {corpus}")
+    return load_runs([corpus / "cuda_compare_base.json.gz", corpus / "cuda_compare_test.json.gz"])
+
+
+def diff_text(screen: CompareScreen, rows: int) -> list[str]:
+    """Rendered lines of the diff table: header then `rows` data rows."""
+    return [screen.table.render_line(y).text for y in range(rows + 1)]
+
+
+async def test_summary_and_default_sort(corpus_runs) -> None:
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        summary = screen.summary_text().splitlines()
+        assert summary[0].startswith("# | Run | CUDA time | Self CPU | Dispatches | Host ops")
+        assert summary[1].split(" | ")[:6] == ["#1", "cuda_compare_base", "1.694ms", "223.188ms", "6", "4"]
+        assert summary[2].split(" | ")[:6] == ["#2", "cuda_compare_test", "1.690ms", "223.339ms", "5", "7"]
+        lines = diff_text(screen, 4)
+        assert "Calls #1" in lines[0] and "Δ Self CUDA" in lines[0]
+        # default: by |Δ Self CUDA| — the two −4 µs rows, then the largest |Δ Self CPU|
+        assert lines[1].split()[0] == "ProfilerStep*"
+        assert lines[2].lstrip().startswith("void at::native::vectorized_elementwise_kernel")
+        assert lines[3].split()[0] == "All2All_Pooled_Req" and "+1 (new)" in lines[3]
+        title = str(screen.query_one("#compare-diff-title").render())
+        assert "sort: |Δ Self CUDA|" in title and "18/18 ops" in title
+
+
+async def test_sort_cycle_and_filter(corpus_runs) -> None:
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        await pilot.press("s")  # → |Δ Self CPU|
+        await pilot.pause()
+        assert screen.sort == "self_cpu"
+        names = [line.split()[0] for line in diff_text(screen, 4)[1:]]
+        assert names == ["ProfilerStep*", "All2All_Pooled_Req", "AddmmBackward0", "nccl:all_reduce"]
+        await pilot.press("s")  # → |Δ Calls|
+        await pilot.pause()
+        assert screen.sort == "calls"
+        await pilot.press("slash", *"back", "enter")
+        await pilot.pause()
+        lines = diff_text(screen, 3)
+        assert [line.split()[0] for line in lines[1:3]] == ["AddmmBackward0", "CatBackward0"]
+        assert lines[3].strip() == ""
+        assert "filter: /back/" in str(screen.query_one("#compare-diff-title").render())
+        await pilot.press("escape")  # clears the filter
+        await pilot.pause()
+        assert len(screen.view) == 18
+        await pilot.press("c")  # changed only
+        await pilot.pause()
+        assert {r.status for r in screen.view} <= {"new", "removed", "changed"} and len(screen.view) == 6
+
+
+async def test_invalid_filter_keeps_rows(corpus_runs) -> None:
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        await pilot.press("slash", "(")
+        await pilot.pause()
+        assert len(screen.view) == 18
+        assert screen.query_one("#compare-filter").has_class("-invalid")
+
+
+async def test_enter_opens_op_in_run_timeline(corpus_runs) -> None:
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        await pilot.press("slash", *"all2all", "enter")
+        await pilot.pause()
+        await pilot.press("1", "enter")  # the op is not in the baseline run: stays, warns
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        await pilot.press("2", "enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, OpTimelineScreen)
+        title = str(app.screen.query_one("#op-title").render())
+        assert "#2 cuda_compare_test" in title and "All2All_Pooled_Req" in title
+        timeline = app.screen.query_one("#op-timeline")
+        status = timeline.render_line(1).text
+        assert "All2All_Pooled_Req" in status  # the cursor sits on the op's first instance
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_neuron_like_runs_render_without_device_rows() -> None:
+    """Hardware lanes but no device rows in the op table: device time from executions, CPU-sorted diff."""
+    from tests.test_compare import neuron_like_profile
+
+    from trntui.analysis.compare import make_run
+
+    runs = [make_run("naive", neuron_like_profile(6, 100_000, 300_000)),
+            make_run("fused", neuron_like_profile(1, 400_000, 0))]
+    app = CompareApp(runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        summary = app.compare.summary_text().splitlines()
+        assert summary[1].split(" | ")[4] == "6" and summary[2].split(" | ")[4] == "1"
+        assert app.compare.sort == "self_cpu"
