@@ -56,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
             if not many:
                 raise
             failures += 1
-            print(f"trntui: error: {exc}", file=sys.stderr)
+            from trntui.textsafe import safe_text
+
+            print(f"trntui: error: {safe_text(exc)}", file=sys.stderr)
             continue
         table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes)
         run_sort = sort

@@ -21,8 +21,19 @@ def load_run(run: Run) -> Profile:
     builder = ProfileBuilder(ProfileMeta())
     from trntui.loaders.kineto import load_kineto_into
 
+    failures: list[LoadError] = []
     for trace in run.framework_traces:
-        load_kineto_into(trace, builder)
+        if len(run.framework_traces) == 1 and not run.extra_loaders:
+            load_kineto_into(trace, builder)
+            continue
+        try:  # one broken file of several (e.g. a rank killed mid-write) must not hide the others
+            load_kineto_into(trace, builder)
+        except LoadError as exc:
+            failures.append(exc)
+            builder.meta.skip("unreadable trace files", 1)
+            builder.meta.notes.append(f"skipped {exc}")
+    if failures and len(failures) == len(run.framework_traces) and not run.extra_loaders:
+        raise failures[0]
     for loader in run.extra_loaders:
         loader(builder)
     profile = builder.finish()

@@ -55,41 +55,97 @@ def read_bytes(path: Path) -> tuple[bytes, list[str]]:
     return data, notes
 
 
-def _gunzip_partial(data: bytes) -> tuple[bytes, bool]:
-    """Decompress as much of a damaged gzip stream as possible."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = []
-    pos, step = 0, 1 << 20
-    try:
-        while pos < len(data):
-            out.append(d.decompress(data[pos : pos + step]))
-            pos += step
-            if d.eof:
+def _gzip_header_end(data: bytes) -> int | None:
+    """Offset of the deflate stream after a gzip member header (RFC 1952), or None if the header is bad."""
+    if len(data) < 10 or data[:2] != GZIP_MAGIC or data[2] != 8:
+        return None
+    flags = data[3]
+    pos = 10
+    if flags & 4:  # FEXTRA
+        if len(data) < pos + 2:
+            return None
+        pos += 2 + int.from_bytes(data[pos : pos + 2], "little")
+    for bit in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            end = data.find(b"\0", pos)
+            if end < 0:
+                return None
+            pos = end + 1
+    if flags & 2:  # FHCRC
+        pos += 2
+    return pos if pos <= len(data) else None
+
+
+def _gunzip_partial(data: bytes, piece: int = 1 << 16) -> tuple[bytes, bool]:
+    """Decompress as much of a damaged gzip stream as possible: (bytes, whether every member ended cleanly).
+
+    Inflates the raw deflate data (no CRC check, so a bad checksum loses nothing) in small pieces, so that
+    corruption in the middle keeps everything decompressed before it; follows concatenated members.
+    """
+    out: list[bytes] = []
+    pos = 0
+    clean = True
+    while pos < len(data):
+        start = _gzip_header_end(data[pos : pos + 65546])
+        if start is None:
+            clean = False
+            break
+        d = zlib.decompressobj(-zlib.MAX_WBITS)
+        p = pos + start
+        damaged = False
+        while p < len(data) and not d.eof:
+            saved = d.copy()
+            try:
+                out.append(d.decompress(data[p : p + piece]))
+                p += piece
+            except zlib.error:  # replay the failing piece byte by byte to keep what precedes the damage
+                d = saved
+                for q in range(p, min(p + piece, len(data))):
+                    try:
+                        out.append(d.decompress(data[q : q + 1]))
+                    except zlib.error:
+                        break
+                damaged = True
                 break
-    except zlib.error:
-        pass
-    return b"".join(out), False
+        if damaged:
+            clean = False
+            break
+        out.append(d.flush())
+        if not d.eof:
+            clean = False
+            break
+        nxt = p - len(d.unused_data) + 8  # CRC32 and ISIZE trail each member
+        if data[nxt : nxt + 2] != GZIP_MAGIC:
+            clean = not data[nxt:].strip(b"\0")
+            break
+        pos = nxt
+    return b"".join(out), clean
 
 
 _NA_RE = re.compile(rb'(?<![\w"])N/A(?![\w"])')
 _CONTROL_RE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_NONFINITE_RE = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)\b")
 
 
 def repair_json(data: bytes) -> tuple[Any, list[str]]:
     """Parse JSON that strict decoders reject (old Kineto bugs), returning Python objects and repair notes.
 
-    Fallback chain as in the TensorBoard plugin: lenient stdlib parse, then quoting bare `N/A`, with invalid
-    UTF-8 replaced. Raises ValueError if the text is still not JSON.
+    Fallback chain as in the TensorBoard plugin: lenient stdlib parse (control characters inside strings,
+    NaN/Infinity), then quoting bare `N/A`, with invalid UTF-8 replaced. Raises ValueError if the text is
+    still not JSON (truncated, unescaped quotes, garbage: see recover.py).
     """
     notes: list[str] = []
     text = data.decode("utf-8", "replace")
-    if "\ufffd" in text:
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
         notes.append("invalid UTF-8 bytes replaced")
+    if _CONTROL_RE.search(data):
+        notes.append("control characters inside strings accepted")
+    if _NONFINITE_RE.search(data):
+        notes.append("NaN/Infinity literals accepted")
     try:
         value = json.loads(text, strict=False)
-        notes.append("control characters inside strings accepted")
-        return value, notes
-    except ValueError:
+        return value, notes or ["non-standard JSON accepted by the lenient parser"]
+    except (ValueError, RecursionError):
         pass
     fixed, count = _NA_RE.subn(b'"N/A"', text.encode("utf-8"))
     if count:
@@ -97,6 +153,6 @@ def repair_json(data: bytes) -> tuple[Any, list[str]]:
             value = json.loads(fixed.decode("utf-8"), strict=False)
             notes.append(f"{count} bare N/A value(s) quoted")
             return value, notes
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     raise ValueError("not valid JSON")

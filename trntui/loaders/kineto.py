@@ -36,13 +36,13 @@ class Ev(msgspec.Struct, omit_defaults=True):
     id: int | str | None = None
     bp: str | None = None
     s: str | None = None
-    args: msgspec.Raw | None = None
+    args: msgspec.Raw = None  # type: ignore[assignment]  # None when absent; `Raw | None` fails to decode objects in msgspec 0.23
 
 
 class Trace(msgspec.Struct):
     """The object form's top level. Unknown keys are ignored (they are user metadata)."""
 
-    traceEvents: list[Ev] = []
+    traceEvents: list[Ev] | None = None
     baseTimeNanoseconds: int | None = None
     schemaVersion: Any = None
     deviceProperties: Any = None
@@ -81,36 +81,69 @@ _any_decoder = msgspec.json.Decoder()
 # ----------------------------------------------------------------------------------------------------
 def decode_trace(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
     """Events and top-level metadata from trace bytes, with a fallback chain for damaged files."""
+    if data[:3] == b"\xef\xbb\xbf":  # UTF-8 byte order mark (editors on Windows)
+        data = data[3:]
     stripped = data.lstrip()
     if not stripped:
         raise LoadError(path, "empty file")
     first = stripped[:1]
     if first not in (b"{", b"["):
         raise LoadError(path, "not a chrome trace (expected a JSON object or array)")
+    problem = ""
     try:
         if first == b"[":
             return _list_decoder.decode(data), {}
         top = _trace_decoder.decode(data)
+        if top.traceEvents is None:
+            raise LoadError(path, "no 'traceEvents' key: not a chrome trace")
         return top.traceEvents, _top_meta(top)
     except msgspec.ValidationError:
-        return _decode_tolerant(data, path, meta)
-    except msgspec.DecodeError:
-        pass
-    # invalid JSON: truncated, control characters, bare N/A ...
-    try:
-        value, notes = repair_json(data)
-    except ValueError:
-        from trntui.loaders.recover import recover_truncated
+        try:
+            return _decode_tolerant(data, path, meta)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            problem = str(exc)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        problem = str(exc)
+    # invalid JSON: control characters, bare N/A, invalid UTF-8 (repairable), or truncated / damaged events
+    if "truncated" not in problem:
+        try:
+            value, notes = repair_json(data)
+            fixed = msgspec.json.encode(value)
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            pass
+        else:
+            meta.notes.extend(f"repaired: {n}" for n in notes)
+            return _decode_tolerant(fixed, path, meta)
+    return _recover(data, path, meta)
 
-        events, top_meta, lost = recover_truncated(data)
-        if events is None:
-            raise LoadError(path, "not valid JSON and no complete events could be recovered") from None
-        meta.notes.append(f"file is truncated or damaged: recovered {len(events)} complete events before the cut")
-        if lost:
-            meta.skip("damaged or incomplete events at the cut", lost)
-        return events, top_meta
-    meta.notes.extend(f"repaired: {n}" for n in notes)
-    return _decode_tolerant(msgspec.json.encode(value), path, meta)
+
+def _recover(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
+    """Read what can be read from a truncated or damaged file, and say what was lost (recover.py)."""
+    from trntui.loaders.recover import recover_events
+
+    try:
+        rec = recover_events(data)
+    except RecursionError:
+        rec = None
+    if rec is None or not rec.raws:
+        lost = f" ({rec.damaged + rec.cut} damaged or incomplete)" if rec is not None and rec.damaged + rec.cut else ""
+        raise LoadError(path, f"not valid JSON and no complete events could be recovered{lost}") from None
+    blob = b"[" + b",".join(rec.raws) + b"]"
+    try:
+        events = _list_decoder.decode(blob)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        events, _ = _decode_tolerant(blob, path, meta)
+    if rec.closed:
+        meta.notes.append(f"file is damaged: read {len(events)} events; ignored what follows the event array")
+    else:
+        meta.notes.append(f"file is truncated: recovered {len(events)} complete events before the cut")
+        if "baseTimeNanoseconds" not in rec.top:
+            meta.notes.append("no baseTimeNanoseconds before the cut: timestamps kept as written")
+    if rec.repaired:
+        meta.notes.append(f"repaired: {rec.repaired} event(s) read by the lenient parser (control characters, N/A)")
+    meta.skip("incomplete event at the cut (file truncated)", rec.cut)
+    meta.skip("damaged events (invalid JSON)", rec.damaged)
+    return events, rec.top
 
 
 def _top_meta(top: Trace) -> dict[str, Any]:
@@ -141,13 +174,13 @@ def _decode_tolerant(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[E
                 if key in top:
                     try:
                         top_meta[key] = _any_decoder.decode(top[key])
-                    except msgspec.DecodeError:
+                    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                         pass
             base = top_meta.get("baseTimeNanoseconds")
             if base is not None and not isinstance(base, int):
                 try:
                     top_meta["baseTimeNanoseconds"] = int(base)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):
                     meta.notes.append("baseTimeNanoseconds is not an integer; ignored")
                     del top_meta["baseTimeNanoseconds"]
     except msgspec.ValidationError as exc:
@@ -174,14 +207,14 @@ def _coerce_event(raw: Any) -> Ev | None:
     """Best effort for an event with mistyped fields (numbers as strings, names as numbers)."""
     try:
         obj = _any_decoder.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # e.g. 1e400: number out of range
         return None
     if not isinstance(obj, dict):
         return None
     try:
         ts = float(obj.get("ts", 0.0))
         dur = float(obj.get("dur", 0.0) or 0.0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if not (np.isfinite(ts) and np.isfinite(dur)):
         return None
@@ -210,6 +243,10 @@ def _coerce_event(raw: Any) -> Ev | None:
 # ----------------------------------------------------------------------------------------------------
 # conversion helpers
 # ----------------------------------------------------------------------------------------------------
+_MAX_NS = 2**62
+"""Timestamps (absolute ns) beyond this are corrupted values, not clocks (year 2116); such events are skipped."""
+
+
 def to_ns(values: np.ndarray) -> np.ndarray:
     """µs floats → int64 ns, exact for integral µs (epoch ints) and rounded to the ns otherwise."""
     whole = np.floor(values)
@@ -258,9 +295,9 @@ def _to_id(v: Any) -> int:
         return v if -(2**62) < v < 2**62 else NO_ID
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return NO_ID
-    if not np.isfinite(f):
+    if not np.isfinite(f) or abs(f) >= 2**62:
         return NO_ID
     return int(f)
 
@@ -316,7 +353,15 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
     meta.sources.append(str(path))
     events, top_meta = decode_trace(data, path, meta)
     del data
+    if not events:
+        raise LoadError(path, "no events in the trace" + _skipped_detail(meta))
     add_events(events, top_meta, builder, path=path, instance=instance)
+
+
+def _skipped_detail(meta: ProfileMeta) -> str:
+    if not meta.skipped:
+        return ""
+    return " (skipped: " + ", ".join(f"{v} {k}" for k, v in meta.skipped.items()) + ")"
 
 
 def add_events(
@@ -326,7 +371,8 @@ def add_events(
     meta = builder.meta
     meta.trace_meta.update({k: v for k, v in top_meta.items() if k != "traceEvents"})
     base = top_meta.get("baseTimeNanoseconds") or 0
-    if not isinstance(base, int):
+    if not isinstance(base, int) or not 0 <= base < _MAX_NS:
+        meta.notes.append("baseTimeNanoseconds is not a usable clock offset; ignored")
         base = 0
     meta.base_ns = base
     if not instance:
@@ -381,10 +427,13 @@ def add_events(
     m = len(sel)
     ts = np.fromiter(map(attrgetter("ts"), sel), np.float64, count=m)
     dur = np.fromiter(map(attrgetter("dur"), sel), np.float64, count=m)
-    bad = ~np.isfinite(ts) | ~np.isfinite(dur)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(ts) | ~np.isfinite(dur)
+        # out of the int64 ns clock (corrupted values like 1e300): would overflow the columns
+        bad |= (np.abs(ts * 1000.0 + base) >= _MAX_NS) | (np.abs((ts + np.maximum(dur, 0.0)) * 1000.0 + base) >= _MAX_NS)
     neg = dur < 0
     if bad.any() or neg.any():
-        meta.skip("events with non-finite timestamps", int(bad.sum()))
+        meta.skip("events with non-finite or out-of-range timestamps", int(bad.sum()))
         if neg.any():
             meta.notes.append(f"{int(neg.sum())} events with negative duration shown as instants")
         dur = np.where(neg | bad, 0.0, dur)
@@ -491,7 +540,10 @@ def _add_flows(
     """Attach flow halves to slices on the same thread: the slice starting at the flow's ts, else the
     innermost one containing it. Unpaired halves are kept in the table but reported."""
     meta = builder.meta
-    fts = to_ns(np.fromiter((f.ts for f in flows), np.float64, count=len(flows))) + base
+    fts_us = np.fromiter((f.ts for f in flows), np.float64, count=len(flows))
+    with np.errstate(invalid="ignore", over="ignore"):
+        fbad = ~np.isfinite(fts_us) | (np.abs(fts_us * 1000.0 + base) >= _MAX_NS)
+    fts = to_ns(np.where(fbad, 0.0, fts_us)) + base
     fpid = idmap([f.pid for f in flows])
     ftid = idmap([f.tid for f in flows])
     keys = np.fromiter((_to_id(f.id) for f in flows), np.int64, count=len(flows))
@@ -533,6 +585,7 @@ def _add_flows(
                         break
                     k -= 1
                     steps += 1
+    bound[fbad] = -1
     ok = bound >= 0
     if (~ok).any():
         meta.skip("flow events not inside any slice", int((~ok).sum()))

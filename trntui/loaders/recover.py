@@ -1,63 +1,202 @@
-"""Recover the complete events of a truncated chrome trace (a killed process leaves half a file)."""
+"""Recover the events of a damaged chrome trace: truncated (a killed process leaves half a file), with a
+damaged event in the middle (unescaped quote, stray bytes), or with garbage after the end.
+
+Linear time: the event array is cut at candidate boundaries between objects (`}` followed by `,{` or `]`,
+found with one regex pass) and decoded in chunks with msgspec; a chunk that fails is retried smaller, down to
+a single event, which is then re-tried with the lenient stdlib parser (control characters, bare `N/A`) and
+otherwise counted as damaged. Every chunk is decoded a bounded number of times, so the cost stays
+proportional to the file size (no re-parse of the whole prefix per attempt).
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_BASE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
-_MAX_TRIES = 400
+_BASE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d{1,19})\b')
+# end of an object followed by the next element of the same array, or by the array's end
+_BOUNDARY = re.compile(rb"\}\s*(?:,\s*(?=\{)|(\]))")
+_NA_RE = re.compile(rb'(?<![\w"])N/A(?![\w"])')
+
+_raw_list = msgspec.json.Decoder(list[msgspec.Raw])
+
+FIRST_CHUNK = 256
+"""Boundaries per chunk at first; doubled after every success, up to MAX_CHUNK."""
+MAX_CHUNK = 1 << 16
+MAX_EXTEND = 64
+"""How many following boundaries a failing single element may be extended over (nested `},{` in args)."""
+
+
+@dataclass
+class Recovered:
+    """What could be read from a damaged trace."""
+
+    raws: list[msgspec.Raw] = field(default_factory=list)
+    """The complete events, each its raw JSON (in file order)."""
+    top: dict[str, Any] = field(default_factory=dict)
+    """Top-level keys that could be read (`baseTimeNanoseconds`)."""
+    damaged: int = 0
+    """Elements in the middle that were not JSON (skipped)."""
+    cut: int = 0
+    """Incomplete elements at the end (0 or 1 when the file was cut inside an event)."""
+    closed: bool = False
+    """The event array's closing `]` was found (damage, if any, is after the events)."""
+    repaired: int = 0
+    """Elements read only by the lenient parser (control characters, bare N/A)."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _decode_list(chunk: bytes) -> list[msgspec.Raw] | None:
+    try:
+        return _raw_list.decode(b"[" + chunk + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+
+
+def _lenient_one(chunk: bytes) -> msgspec.Raw | None:
+    """One element that msgspec rejects, read by the stdlib parser (control characters, bare N/A)."""
+    text = chunk.decode("utf-8", "replace")
+    for attempt in (text, _NA_RE.sub(b'"N/A"', text.encode("utf-8")).decode("utf-8")):
+        try:
+            value = json.loads(attempt, strict=False)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(value, dict):
+            return None
+        try:
+            return msgspec.Raw(msgspec.json.encode(value))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return None
+    return None
+
+
+def find_events_array(data: bytes) -> int | None:
+    """Offset just after the `[` that opens the event array, or None when there is none."""
+    match = _EVENTS_KEY.search(data)
+    if match is not None:
+        return match.end()
+    stripped = data.lstrip()
+    if stripped[:1] == b"[":
+        return len(data) - len(stripped) + 1
+    return None
+
+
+def recover_events(data: bytes) -> Recovered | None:
+    """The complete events of a damaged trace, or None when there is no event array to read."""
+    body_start = find_events_array(data)
+    if body_start is None:
+        return None
+    rec = Recovered()
+    head = data[:body_start]
+    base = _BASE.search(head)
+    if base is not None:
+        rec.top["baseTimeNanoseconds"] = int(base.group(1))
+
+    # candidate boundaries: (end of object, start of the next element or -1 when the array closes there)
+    ends: list[int] = []
+    nexts: list[int] = []
+    for m in _BOUNDARY.finditer(data, body_start):
+        ends.append(m.start() + 1)
+        nexts.append(-1 if m.group(1) else m.end())
+
+    pos = body_start
+    # skip whitespace; an immediately closed array holds no events
+    while pos < len(data) and data[pos : pos + 1].isspace():
+        pos += 1
+    if data[pos : pos + 1] == b"]":
+        rec.closed = True
+        _tail_meta(data, pos + 1, rec)
+        return rec
+    i = 0
+    n = len(ends)
+    step = FIRST_CHUNK
+    while i < n:
+        if ends[i] <= pos:  # a boundary inside an element we already consumed
+            i += 1
+            continue
+        j = min(i + step, n) - 1
+        got = _decode_list(data[pos : ends[j]])
+        if got is not None:
+            rec.raws.extend(got)
+            step = min(step * 2, MAX_CHUNK)
+            if nexts[j] < 0:
+                rec.closed = True
+                _tail_meta(data, ends[j], rec)
+                return rec
+            pos, i = nexts[j], j + 1
+            continue
+        if step > 1:
+            step = max(1, step // 4)
+            continue
+        # a single element fails: damaged, or its end is not at this boundary (a `},{` nested in args)
+        one = _lenient_one(data[pos : ends[i]])
+        if one is not None:
+            rec.raws.append(one)
+            rec.repaired += 1
+            k = i
+        else:
+            k = -1
+            span = 1
+            while span <= MAX_EXTEND and i + span < n:  # extend over 1, 2, 4, ... following boundaries
+                got = _decode_list(data[pos : ends[i + span]])
+                if got is not None:
+                    rec.raws.extend(got)
+                    k = i + span
+                    break
+                span *= 2
+            if k < 0:
+                rec.damaged += 1
+                k = i
+        if nexts[k] < 0:
+            rec.closed = True
+            _tail_meta(data, ends[k], rec)
+            return rec
+        pos, i = nexts[k], k + 1
+    # after the last boundary: a complete last element (cut right after it) or the cut one
+    tail = data[pos:]
+    if tail.strip():
+        got = _decode_list(tail.rstrip().rstrip(b",]"))
+        if got is not None and tail.strip()[:1] == b"{":
+            rec.raws.extend(got)
+        else:
+            one = _lenient_one(tail) if tail.strip()[:1] == b"{" else None
+            if one is not None:
+                rec.raws.append(one)
+                rec.repaired += 1
+            else:
+                rec.cut = 1 if b"{" in tail else 0
+    return rec
+
+
+def _tail_meta(data: bytes, after: int, rec: Recovered) -> None:
+    """Top-level keys written after the events (Kineto writes `baseTimeNanoseconds` last)."""
+    base = _BASE.search(data, after)
+    if base is not None and "baseTimeNanoseconds" not in rec.top:
+        rec.top["baseTimeNanoseconds"] = int(base.group(1))
 
 
 def recover_truncated(data: bytes) -> tuple[list[Any] | None, dict[str, Any], int]:
-    """(events, top-level metadata, number of damaged events at the cut), or (None, {}, 0).
+    """Compatibility wrapper: (events as `Ev`, top-level metadata, number of events lost), or (None, {}, 0)."""
+    from trntui.loaders.kineto import Ev, _coerce_event
 
-    Cuts the event array after the last complete event (trying the last few `}` positions) and decodes the
-    prefix; `baseTimeNanoseconds` is kept when it was written before the events.
-    """
-    from trntui.loaders.kineto import Ev
-
-    decoder = msgspec.json.Decoder(list[Ev])
-    raw_decoder = msgspec.json.Decoder(list[msgspec.Raw])
-    match = _EVENTS_KEY.search(data)
-    if match is not None:
-        body_start = match.end() - 1
-    elif data.lstrip()[:1] == b"[":
-        body_start = data.index(b"[")
-    else:
+    rec = recover_events(data)
+    if rec is None:
         return None, {}, 0
-    top: dict[str, Any] = {}
-    base = _BASE.search(data, 0, body_start) or _BASE.search(data[-4096:])
-    if base is not None:
-        top["baseTimeNanoseconds"] = int(base.group(1))
-    body = data[body_start:]
-    pos = len(body)
-    for _ in range(_MAX_TRIES):
-        pos = body.rfind(b"}", 0, pos)
-        if pos < 0:
-            break
-        candidate = body[: pos + 1] + b"]"
+    ev_decoder = msgspec.json.Decoder(Ev)
+    events = []
+    bad = 0
+    for raw in rec.raws:
         try:
-            raws = raw_decoder.decode(candidate)
-        except msgspec.DecodeError:
-            continue
-        except msgspec.ValidationError:
-            continue
-        events = []
-        bad = 0
-        ev_decoder = msgspec.json.Decoder(Ev)
-        try:
-            events = decoder.decode(candidate)
+            events.append(ev_decoder.decode(raw))
         except (msgspec.ValidationError, msgspec.DecodeError):
-            for raw in raws:
-                try:
-                    events.append(ev_decoder.decode(raw))
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    bad += 1
-        return events, top, bad + 1
-    if body.strip() in (b"[", b""):
-        return [], top, 0
-    return None, {}, 0
+            ev = _coerce_event(raw)
+            if ev is None:
+                bad += 1
+            else:
+                events.append(ev)
+    return events, rec.top, rec.damaged + rec.cut + bad

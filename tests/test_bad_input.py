@@ -1,0 +1,217 @@
+"""Bad input never crashes the CLI: every malformed case ends in a loaded profile that says what it skipped,
+or in a one-line error naming the file with exit 2. No tracebacks, no hangs (5 s per case), no warnings.
+
+The corpus is generated at test time by `tests/malformed` (nothing committed as blobs).
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from malformed import Case, build_corpus, valid_trace  # noqa: E402
+
+from trntui.cli import main  # noqa: E402
+from trntui.textsafe import safe_text  # noqa: E402
+
+CASE_TIMEOUT_S = 5
+
+_ROOT = Path(tempfile.mkdtemp(prefix="trntui-malformed-"))
+atexit.register(shutil.rmtree, _ROOT, True)
+CASES = build_corpus(_ROOT)
+
+
+@contextmanager
+def time_limit(seconds: int):
+    """Fail (instead of hanging) when the body runs longer than `seconds` (SIGALRM; main thread, POSIX)."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def on_alarm(signum, frame):  # noqa: ARG001
+        raise TimeoutError(f"took more than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str, list[str], float]:
+    """`trntui argv` in-process: (exit code, stdout, stderr, warnings raised, seconds)."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught, time_limit(CASE_TIMEOUT_S):
+        warnings.simplefilter("always")
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse
+            rc = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    return rc, out, err, [str(w.message) for w in caught], time.perf_counter() - t0
+
+
+def check_outcome(case: Case, rc: int, out: str, err: str, caught: list[str], fmt: str = "table") -> str:
+    """Assert one of the two allowed outcomes; returns "loaded" or "error"."""
+    assert "Traceback" not in out + err, err
+    assert not caught, f"warnings: {caught}"
+    if rc == 2:
+        lines = err.splitlines()
+        assert len(lines) == 1, f"expected one error line, got: {err!r}"
+        line = lines[0]
+        assert line.startswith("trntui: error: "), line
+        assert "TRNTUI_DEBUG" not in line, f"an unexpected exception reached the CLI: {line}"
+        assert safe_text(str(case.path)) in line, f"the error must name the file: {line}"
+        assert case.expect in ("error", "either"), f"{case.name} should load, got: {line}"
+        return "error"
+    assert rc == 0, (rc, err)
+    assert err == "", err
+    assert case.expect in ("load", "either", "ok"), f"{case.name} should fail with one line, loaded instead"
+    if fmt == "table":
+        assert "Self CPU time total:" in out
+        if case.expect == "load":
+            tail = [ln for ln in out.splitlines() if ln.startswith(("Skipped ", "Note: "))]
+            assert tail, f"{case.name} loaded without saying what was skipped or repaired:\n{out}"
+    return "loaded"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name.encode("ascii", "backslashreplace").decode() for c in CASES])
+def test_malformed_case_summary(case: Case, capsys) -> None:
+    rc, out, err, caught, secs = run_cli(["summary", str(case.path)], capsys)
+    check_outcome(case, rc, out, err, caught)
+    assert secs < CASE_TIMEOUT_S
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
+def test_malformed_corpus_other_formats(fmt: str, capsys) -> None:
+    """The same cases through the machine-readable formats: same two outcomes, never a traceback."""
+    outcomes = {}
+    for case in CASES:
+        rc, out, err, caught, secs = run_cli(["summary", "--format", fmt, str(case.path)], capsys)
+        outcomes[case.name] = check_outcome(case, rc, out, err, caught, fmt)
+        assert secs < CASE_TIMEOUT_S, case.name
+        if fmt == "json" and rc == 0:
+            import json
+
+            doc = json.loads(out)
+            prof = doc["profile"] if "profile" in doc else doc["runs"][0]["profile"]
+            assert isinstance(prof["skipped"], dict)
+    assert "loaded" in outcomes.values() and "error" in outcomes.values()
+
+
+def test_corpus_covers_the_issue_list() -> None:
+    names = " ".join(c.name for c in CASES)
+    for needle in ("truncated/", "empty", "dir_unreadable", "top_", "missing_fields", "renamed_fields",
+                   "strings_for_numbers", "bad_durations", "nan_inf", "mixed_ts", "duplicate_ids",
+                   "flows_without_ends", "link_cycles", "non_utf8", "control_chars", "bare_na", "gzip_"):
+        assert needle in names, needle
+    assert sum(c.name.startswith("truncated/") for c in CASES) >= 20
+
+
+# ------------------------------------------------------------------------------------------------------
+# specific outcomes worth pinning down
+# ------------------------------------------------------------------------------------------------------
+def _case(name: str) -> Case:
+    return next(c for c in CASES if c.name == name)
+
+
+def _load(name: str):
+    from trntui.loaders import load_profile
+
+    return load_profile(_case(name).path)
+
+
+def test_truncated_trace_says_how_many_were_lost() -> None:
+    from trntui.loaders import load_profile
+
+    good = valid_trace()
+    full = load_profile(_case("gzip_name_plain.json.gz").path)
+    p = _ROOT / "cut_half.json"
+    p.write_bytes(good[: len(good) // 2])
+    prof = load_profile(p)
+    assert prof.meta.skipped == {"incomplete event at the cut (file truncated)": 1}
+    assert any("file is truncated: recovered" in n for n in prof.meta.notes)
+    assert 0 < len(prof) < len(full)
+
+
+def test_damaged_event_in_the_middle_is_skipped_not_the_rest() -> None:
+    prof = _load("unescaped_quote.json")
+    full = _load("gzip_name_plain.json.gz")
+    assert prof.meta.skipped == {"damaged events (invalid JSON)": 1}
+    assert len(prof) == len(full) - 1
+
+
+def test_control_characters_and_na_are_repaired() -> None:
+    for name in ("control_chars.json", "bare_na.json", "bare_na_and_control.json", "non_utf8.json"):
+        prof = _load(name)
+        full = _load("gzip_name_plain.json.gz")
+        assert len(prof) == len(full), name
+        assert any(n.startswith("repaired:") for n in prof.meta.notes), name
+
+
+def test_corrupted_gzip_keeps_what_precedes_the_damage() -> None:
+    full = _load("gzip_name_plain.json.gz")
+    assert len(_load("gzip_bad_crc.json.gz")) == len(full)
+    assert len(_load("gzip_plus_garbage.json.gz")) == len(full)
+    flipped = _load("gzip_flipped_byte.json.gz")
+    assert 0 < len(flipped) < len(full)
+    assert flipped.meta.skipped_total >= 1
+
+
+def test_out_of_range_values_are_skipped_and_counted() -> None:
+    prof = _load("bad_durations.json")
+    assert prof.meta.skipped.get("events with non-finite or out-of-range timestamps", 0) >= 3
+    assert int(prof.end.max()) < 2**62
+    assert (prof.end >= prof.start).all()
+
+
+def test_one_broken_file_of_a_run_does_not_hide_the_others() -> None:
+    prof = _load("dir_one_good_one_broken")
+    assert prof.meta.skipped.get("unreadable trace files") == 1
+    assert len(prof) > 0
+
+
+def test_multi_run_directory_with_broken_runs(tmp_path, capsys) -> None:
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "trace.json").write_bytes(valid_trace())
+    for k, data in enumerate((b"", b"{garbage", b"[1, 2]")):
+        (tmp_path / f"bad{k}").mkdir()
+        (tmp_path / f"bad{k}" / "trace.json").write_bytes(data)
+    rc, out, err, caught, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and not caught
+    assert "== good ==" in out
+    lines = err.splitlines()
+    assert len(lines) == 3 and all(ln.startswith("trntui: error: ") for ln in lines)
+    for bad in ("bad0", "bad1", "bad2"):
+        shutil.rmtree(tmp_path / bad)
+        (tmp_path / bad).mkdir()
+    shutil.rmtree(tmp_path / "good")
+    rc, out, err, caught, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 2 and len(err.splitlines()) == 1
+
+
+def test_cli_never_shows_a_traceback_for_unexpected_errors(monkeypatch, capsys) -> None:
+    """The last line of defence: an internal bug still ends in one line and exit 2."""
+    import trntui.loaders as loaders
+
+    def boom(*a, **k):
+        raise RuntimeError("internal \x1b[2J bug")
+
+    monkeypatch.setattr(loaders, "load_run", boom)
+    monkeypatch.delenv("TRNTUI_DEBUG", raising=False)
+    rc, out, err, caught, _ = run_cli(["summary", str(_case("gzip_name_plain.json.gz").path)], capsys)
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and "\x1b" not in err and "Traceback" not in err
