@@ -22,10 +22,13 @@ class Rule(enum.IntEnum):
     CORRELATION = 2
     CONTAINMENT = 3
     FLOW = 4
+    SEQUENCE = 5
+    """Neuron `nrt_sequence_id` shared by a framework device event and its runtime execution."""
 
     @property
     def label(self) -> str:
-        return {0: "unlinked", 1: "External id", 2: "correlation", 3: "time containment", 4: "flow"}[int(self)]
+        return {0: "unlinked", 1: "External id", 2: "correlation", 3: "time containment", 4: "flow",
+                5: "nrt_sequence_id"}[int(self)]
 
 
 @dataclass
@@ -234,6 +237,10 @@ def build_links(profile: Profile) -> Links:
     links.add_edges(runtime_of[d_rt], d_rt, Rule.CORRELATION)
     links.add_edges(op_of[d_op], d_op, rule[d_op])
     _add_flow_edges(profile, links)
+    if profile.cat_id("neuron_rt") >= 0 or profile.cat_id("neuron_hw") >= 0:
+        from trntui.analysis.neuron import add_neuron_edges
+
+        add_neuron_edges(profile, links)
     profile.cache["links"] = links
     return links
 

@@ -67,6 +67,30 @@ class ProfileBuilder:
             lane.thread_name = lane.thread_name or thread_name
         return k
 
+    def name_id(self, name: str) -> int:
+        """Interned id of `name`, or -1 when no event added so far has it (does not intern)."""
+        return self._name_ids.get(name, NO_ID)
+
+    def set_instance(self, pid: int, instance: str) -> None:
+        """Give lanes of process `pid` that have no instance id this one (a Kineto trace merged with a Neuron
+        system trace of the same process: one set of lanes, labelled like Explorer's)."""
+        for lane in self.lanes:
+            if lane.pid == pid and not lane.instance:
+                old = (lane.instance, lane.pid, lane.subsystem, lane.ident)
+                new = (instance, lane.pid, lane.subsystem, lane.ident)
+                if new in self._lane_ids:
+                    continue
+                del self._lane_ids[old]
+                lane.instance = instance
+                self._lane_ids[new] = lane.id
+
+    def existing(self) -> dict[str, np.ndarray]:
+        """Columns (start, end, name, cat, lane) of the events added so far, by builder index (for merging)."""
+        cols = ("start", "end", "name", "cat", "lane")
+        if not self._batches:
+            return {c: np.empty(0, np.int64) for c in cols}
+        return {c: np.concatenate([b[c] for b in self._batches]) for c in cols}
+
     # -- events ---------------------------------------------------------------------------------------
     @property
     def count(self) -> int:

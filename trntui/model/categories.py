@@ -65,7 +65,10 @@ FLOW_ALIASES = {
 }
 """Legacy flow category names → current ones."""
 
-CPU_TREE_EXCLUDED = frozenset({"cpu_instant_event"}) | NOT_EVENTS
+NEURON_SYSTEM = frozenset({"neuron_framework", "neuron_rt", "neuron_hw"})
+"""Rows read from a Neuron system trace (Explorer export): not in trace.json, so never rows of key_averages."""
+
+CPU_TREE_EXCLUDED = frozenset({"cpu_instant_event"}) | NOT_EVENTS | NEURON_SYSTEM
 """Categories that torch's key_averages leaves out (instants, profiler spans). `python_function` rows stay:
 with `with_stack=True` torch lists them as rows and they parent the ops (verified against torch 2.13)."""
 

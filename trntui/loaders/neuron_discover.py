@@ -1,0 +1,545 @@
+"""Find Neuron profiles under a path: capture sessions, ranks, framework traces, converted exports, NEFF/NTFF.
+
+Layouts handled (neuron-formats.md §3): TorchNeuron `profile_output/<instance>_pid_<pid>/<timestamp>/`, the same
+without the `<timestamp>` level (`neuron-explorer inspect`, env-var captures), vLLM's `neuron_profiles/` with a
+sibling `neffs/`, several ranks (one `_pid_` dir each), framework traces named `trace.json`, `pytorch_trace.json`,
+`neuron_trace.json` or `neuron_framework_trace_rank_<N>.json` (in the timestamp dir or its `_pid_` parent),
+Explorer exports (`<Table>*.parquet` directories, `system_profile.json`) inside a session or beside it.
+
+`find_neuron_runs(path)` returns one `Run` per session (rank), named like `rank0 (i-abc_pid_123)`, with the
+loaders for its export (or a conversion of its raw `.pb`/`.ntff` files) in `extra_loaders`. It returns [] when the
+path holds no Neuron evidence, so the generic trace walk runs instead. `scan(path)` gives the full picture for
+`trntui info`. Nothing here writes to the profile directory.
+
+Built from the documentation only (no Trainium hardware was available); unknown layouts fall back to "any
+directory holding Neuron files is a session".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from trntui.loaders.discover import MANIFEST, Run, is_chrome_trace
+
+SESSION_RX = re.compile(r"(?P<inst>i-[0-9a-f]+|[A-Za-z0-9][A-Za-z0-9.-]*?)_pid_(?P<pid>\d+)")
+RANK_TRACE_RX = re.compile(r"neuron_framework_trace_rank_(\d+)\.json(\.gz)?")
+NEFF_RX = re.compile(r"neff_(?P<hash>\d+)(?:_vnc_(?P<vnc>\d+))?\.neff|graph_(?P<graph>[0-9A-Za-z]+)\.neff")
+NTFF_RX = re.compile(
+    r"(?P<hash>\d+)_instid_(?P<inst>\d+)_vnc_(?P<vnc>\d+)\.ntff"
+    r"|(?P<hash2>\d+)_vnc_(?P<vnc2>\d+)\.ntff"
+    r"|profile_nc_(?P<nc>\d+)_session_(?P<session>\d+)\.ntff"
+    r"|profile(?:_rank_(?P<rank>\d+)|_exec_(?P<exec>\d+))?\.ntff"
+)
+MAPPING_RX = re.compile(r"framework_mapping_\d{8}_\d{6}_\d{3}\.json")
+PB_FILES = {"ntrace.pb": "system trace", "trace_info.pb": "system trace metadata", "cpu_util.pb": "host CPU samples",
+            "host_mem.pb": "host memory samples"}
+FRAMEWORK_PRIORITY = ("trace.json", "trace.json.gz", "neuron_framework_trace_rank_", "pytorch_trace.json", "neuron_trace.json")
+MAX_DEPTH = 8
+
+CONVERT_HINT = "neuron-explorer view -d {dir} --output-format parquet --output-file {out}"
+
+
+@dataclass
+class FileInfo:
+    path: Path
+    kind: str
+    """framework trace | system trace | ... | parquet export | json export | neff | ntff | mapping | other."""
+    size: int
+    readable: bool
+    """Whether trntui reads it directly (protobuf / NTFF / NEFF need a conversion)."""
+    note: str = ""
+
+
+@dataclass
+class Export:
+    path: Path
+    format: str  # "parquet" | "json"
+    size: int = 0
+
+
+@dataclass
+class Session:
+    """One capture session: a `<instance>_pid_<pid>[/<timestamp>]` directory (or a directory of Neuron files)."""
+
+    dir: Path
+    instance: str = ""
+    pid: int | None = None
+    timestamp: str = ""
+    pid_dir: Path | None = None
+    files: list[FileInfo] = field(default_factory=list)
+    framework: list[Path] = field(default_factory=list)
+    exports: list[Export] = field(default_factory=list)
+    neff_dirs: list[Path] = field(default_factory=list)
+    rank: int | None = None
+    rank_source: str = ""
+    name: str = ""
+    problems: list[str] = field(default_factory=list)
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    """(NTFF name, NEFF name) pairs matched by the shared numeric hash."""
+
+    def has(self, kind: str) -> bool:
+        return any(f.kind == kind for f in self.files)
+
+    @property
+    def raw(self) -> bool:
+        """Holds protobuf system-trace or NTFF files (needs a conversion to be read)."""
+        return any(f.kind in ("system trace", "ntff") for f in self.files)
+
+    @property
+    def label(self) -> str:
+        if self.instance and self.pid is not None:
+            return f"{self.instance}_pid_{self.pid}"
+        return self.dir.name
+
+
+@dataclass
+class Layout:
+    root: Path
+    sessions: list[Session] = field(default_factory=list)
+    exports: list[Export] = field(default_factory=list)
+    other_traces: list[Path] = field(default_factory=list)
+    """Chrome traces outside every Neuron session (loaded as ordinary runs)."""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def is_neuron(self) -> bool:
+        return bool(self.sessions)
+
+
+# ------------------------------------------------------------------------------------------------------
+# classification
+# ------------------------------------------------------------------------------------------------------
+def classify(path: Path, size: int) -> FileInfo | None:
+    from trntui.loaders.neuron_json import looks_like_export
+
+    name = path.name
+    if name in PB_FILES:
+        return FileInfo(path, "system trace" if name in ("ntrace.pb", "trace_info.pb") else "host samples", size, False,
+                        PB_FILES[name] + " (protobuf, needs neuron-explorer)")
+    if name.endswith(".ntff"):
+        note = "empty: no execution captured or core unused" if size == 0 else "device trace (needs neuron-explorer)"
+        return FileInfo(path, "ntff", size, False, note)
+    if name.endswith(".neff"):
+        return FileInfo(path, "neff", size, False, "compiled executable (needed to read an NTFF)")
+    if name.endswith(".pftrace"):
+        return FileInfo(path, "other", size, False, "Perfetto export (not read; use Parquet)")
+    if name.endswith(".parquet"):
+        return FileInfo(path, "parquet table", size, True)
+    if MAPPING_RX.fullmatch(name):
+        return FileInfo(path, "mapping", size, True, "torch-neuronx sequence-id mapping")
+    if name == MANIFEST:
+        return None
+    if name.endswith((".json", ".json.gz")):
+        if name.startswith("device_profile_model_") or name.endswith("_session_0.json"):
+            return FileInfo(path, "other", size, False, "device-profile JSON (not read)")
+        if not name.endswith(".gz") and looks_like_export(path):
+            return FileInfo(path, "json export", size, True, "Explorer JSON system export")
+        if is_chrome_trace(path):
+            return FileInfo(path, "framework trace", size, True, "Kineto chrome trace")
+    return None
+
+
+def _framework_rank(path: Path) -> int | None:
+    m = RANK_TRACE_RX.fullmatch(path.name)
+    if m:
+        return int(m.group(1))
+    if path.name.endswith(".gz"):
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return None
+    m = re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*"?(\d+)', head)
+    return int(m.group(1)) if m else None
+
+
+def _pick_framework(paths: list[Path]) -> list[Path]:
+    """The framework trace to load when a session has several (one capture writes one; the rest are copies)."""
+    if len(paths) <= 1:
+        return list(paths)
+    for prefix in FRAMEWORK_PRIORITY:
+        for p in sorted(paths):
+            if p.name.startswith(prefix) if prefix.endswith("_") else p.name == prefix:
+                return [p]
+    steps = [p for p in paths if ".pt.trace.json" in p.name]
+    return sorted(steps) if steps else [sorted(paths)[0]]
+
+
+# ------------------------------------------------------------------------------------------------------
+# scanning
+# ------------------------------------------------------------------------------------------------------
+def _walk(root: Path) -> dict[Path, list[FileInfo]]:
+    """Directory → classified files, depth-limited, hidden directories skipped."""
+    out: dict[Path, list[FileInfo]] = {}
+    base = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root):
+        d = Path(dirpath)
+        if len(d.parts) - base >= MAX_DEPTH:
+            dirnames[:] = []
+        dirnames[:] = sorted(x for x in dirnames if not x.startswith("."))
+        infos = []
+        for fn in sorted(filenames):
+            p = d / fn
+            try:
+                size = p.stat().st_size
+            except OSError:
+                continue
+            info = classify(p, size)
+            if info is not None:
+                infos.append(info)
+        out[d] = infos
+    return out
+
+
+def _session_files(infos: list[FileInfo]) -> bool:
+    return any(f.kind in ("system trace", "host samples", "ntff", "neff", "framework trace", "mapping") for f in infos)
+
+
+def _under(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def scan(path: Path) -> Layout:
+    """Everything Neuron-related under `path` (a directory)."""
+    root = path
+    tree = _walk(root)
+    layout = Layout(root=root)
+
+    # exports: Parquet directories and JSON export files
+    for d, infos in tree.items():
+        if any(f.kind == "parquet table" and re.fullmatch(r"SystemProfileEvents(_\d+)?\.parquet", f.path.name) for f in infos):
+            layout.exports.append(Export(d, "parquet", sum(f.size for f in infos if f.kind == "parquet table")))
+        for f in infos:
+            if f.kind == "json export":
+                layout.exports.append(Export(f.path, "json", f.size))
+    export_dirs = {e.path for e in layout.exports if e.format == "parquet"}
+
+    # sessions
+    sessions: list[Session] = []
+    pid_dirs: list[Path] = []
+    candidates = [root] + list(tree)
+    seen_pid: set[Path] = set()
+    for d in candidates:
+        m = SESSION_RX.fullmatch(d.name)
+        if not m or d in seen_pid or not d.is_dir():
+            continue
+        seen_pid.add(d)
+        pid_dirs.append(d)
+        inst, pid = m.group("inst"), int(m.group("pid"))
+        leaves = []
+        if _session_files(tree.get(d, [])):
+            leaves.append((d, ""))
+        for sub in sorted(p for p in tree if p.parent == d and p not in export_dirs):
+            if _session_files(tree.get(sub, [])):
+                leaves.append((sub, sub.name))
+        if not leaves:
+            s = Session(dir=d, instance=inst, pid=pid, pid_dir=d)
+            s.problems.append("empty directory: no trace, system trace or device trace files")
+            sessions.append(s)
+            continue
+        for leaf, ts in leaves:
+            sessions.append(Session(dir=leaf, instance=inst, pid=pid, timestamp=ts, pid_dir=d))
+    # the path itself is a <timestamp> dir of a _pid_ dir
+    if not sessions and root.parent != root:
+        m = SESSION_RX.fullmatch(root.parent.name)
+        if m and _session_files(tree.get(root, [])):
+            sessions.append(Session(dir=root, instance=m.group("inst"), pid=int(m.group("pid")), timestamp=root.name, pid_dir=root.parent))
+    # raw Neuron files outside any _pid_ dir (renamed directories, `neuron-explorer capture` output)
+    claimed = [s.pid_dir or s.dir for s in sessions]
+    for d, infos in tree.items():
+        if any(_under(d, c) for c in claimed):
+            continue
+        if any(f.kind in ("system trace", "ntff") for f in infos):
+            sessions.append(Session(dir=d))
+            claimed.append(d)
+    # exports without any capture directory: their framework traces' directories, else the export itself
+    if not sessions and layout.exports:
+        trace_dirs = sorted({d for d, infos in tree.items() if any(f.kind == "framework trace" for f in infos)})
+        for d in trace_dirs:
+            sessions.append(Session(dir=d))
+        if not sessions:
+            for e in layout.exports:
+                sessions.append(Session(dir=e.path if e.format == "parquet" else e.path.parent))
+    if not sessions:
+        return layout
+
+    # files per session (the leaf, plus framework traces / mappings in the _pid_ parent when the leaf has none)
+    for s in sessions:
+        s.files = [f for f in tree.get(s.dir, []) if f.kind not in ("parquet table", "json export")]
+        if s.pid_dir and s.dir != s.pid_dir:
+            siblings = [x for x in sessions if x.pid_dir == s.pid_dir]
+            if len(siblings) == 1:
+                s.files += [f for f in tree.get(s.pid_dir, []) if f.kind in ("framework trace", "mapping")]
+        fw = [f.path for f in s.files if f.kind == "framework trace"]
+        s.framework = _pick_framework(fw)
+        for f in s.files:
+            if f.kind == "framework trace" and f.path not in s.framework:
+                f.note = "not loaded: another framework trace of this session was preferred"
+        # vLLM: neuron_profiles/neffs/ beside the _pid_ dirs
+        capture_root = (s.pid_dir or s.dir).parent
+        neffs = capture_root / "neffs"
+        if neffs.is_dir():
+            s.neff_dirs.append(neffs)
+            s.files += [f for f in tree.get(neffs, []) if f.kind == "neff"]
+
+    _attach_exports(layout, sessions, tree)
+    _ranks_and_names(root, sessions)
+    for s in sessions:
+        _check(s)
+
+    # chrome traces that belong to no session
+    session_dirs = [s.pid_dir or s.dir for s in sessions]
+    for d, infos in tree.items():
+        for f in infos:
+            if f.kind != "framework trace":
+                continue
+            if any(_under(f.path, sd) for sd in session_dirs) or any(f.path in s.framework for s in sessions):
+                continue
+            layout.other_traces.append(f.path)
+    layout.sessions = sorted(sessions, key=lambda s: s.name)
+    return layout
+
+
+def _export_pids(e: Export) -> set[int]:
+    """process ids in an export (Parquet: one column read; JSON: skipped when large)."""
+    try:
+        if e.format == "parquet":
+            import pyarrow.parquet as pq
+
+            from trntui.loaders.neuron_parquet import EVENTS, table_files
+
+            out: set[int] = set()
+            for f in table_files(e.path, EVENTS):
+                t = pq.read_table(f, columns=["process_id"])
+                out |= {int(v) for v in t.column(0).to_pylist() if v is not None and str(v).strip().lstrip("-").isdigit()}
+            return out
+        if e.size < 64 * 1024 * 1024:
+            from trntui.loaders.neuron_json import read_json_rows
+
+            rows, _ = read_json_rows(e.path)
+            return {int(p) for p in set(rows.pid.tolist()) if p >= 0}
+    except Exception:  # noqa: BLE001 - discovery never fails on an unreadable export (loading reports it)
+        return set()
+    return set()
+
+
+def _attach_exports(layout: Layout, sessions: list[Session], tree: dict[Path, list[FileInfo]]) -> None:
+    loose: list[Export] = []
+    for e in layout.exports:
+        owner = [s for s in sessions if _under(e.path, s.dir) and s.dir != e.path]
+        if not owner:
+            owner = [s for s in sessions if s.pid_dir and _under(e.path, s.pid_dir)]
+        if not owner:
+            # the export *is* the session (no capture directory)
+            owner = [s for s in sessions if s.dir == e.path]
+        if owner:
+            for s in owner:
+                s.exports.append(e)
+        else:
+            loose.append(e)
+    if not loose:
+        return
+    if len(loose) == 1:
+        for s in sessions:
+            if not s.exports:
+                s.exports.append(loose[0])
+        return
+    pids = {id(e): _export_pids(e) for e in loose}
+    for s in sessions:
+        if s.exports:
+            continue
+        match = [e for e in loose if s.pid is not None and s.pid in pids[id(e)]]
+        if not match:
+            # nearest by path: the longest shared prefix
+            match = [max(loose, key=lambda e: len(os.path.commonpath([str(e.path), str(s.dir)])))]
+        s.exports.append(match[0])
+
+
+def _ranks_and_names(root: Path, sessions: list[Session]) -> None:
+    for s in sessions:
+        for p in s.framework:
+            r = _framework_rank(p)
+            if r is not None:
+                s.rank, s.rank_source = r, p.name
+                break
+        if s.rank is None:
+            for f in s.files:
+                m = NTFF_RX.fullmatch(f.path.name) if f.kind == "ntff" else None
+                if m and m.group("rank"):
+                    s.rank, s.rank_source = int(m.group("rank")), f.path.name
+                    break
+    groups: dict[Path, list[Session]] = {}
+    for s in sessions:
+        groups.setdefault((s.pid_dir or s.dir).parent, []).append(s)
+    many_roots = len(groups) > 1
+    for capture_root, members in groups.items():
+        members.sort(key=lambda s: (s.pid if s.pid is not None else 1 << 62, str(s.dir)))
+        taken = {s.rank for s in members if s.rank is not None}
+        nxt = 0
+        for s in members:
+            if s.rank is None and s.pid is not None:
+                while nxt in taken:
+                    nxt += 1
+                s.rank, s.rank_source = nxt, "process-id order (no rank recorded)"
+                taken.add(nxt)
+        pid_count: dict[Any, int] = {}
+        for s in members:
+            pid_count[s.pid_dir] = pid_count.get(s.pid_dir, 0) + 1
+        for s in members:
+            if s.rank is not None:
+                name = f"rank{s.rank} ({s.label})"
+            else:
+                name = s.label
+            if s.timestamp and pid_count.get(s.pid_dir, 0) > 1:
+                name += f" {s.timestamp}"
+            if many_roots:
+                try:
+                    rel = capture_root.relative_to(root)
+                    prefix = str(rel) if str(rel) != "." else root.name
+                except ValueError:
+                    prefix = capture_root.name
+                name = f"{prefix}: {name}"
+            s.name = name
+    names: dict[str, int] = {}
+    for s in sessions:
+        names[s.name] = names.get(s.name, 0) + 1
+    for s in sessions:
+        if names[s.name] > 1:
+            s.name = f"{s.name} [{s.dir.name}]"
+
+
+def _check(s: Session) -> None:
+    """What is missing or suspicious (reported by `trntui info`, never fatal)."""
+    kinds = {f.kind for f in s.files}
+    names = {f.path.name for f in s.files}
+    if "ntrace.pb" in names and "trace_info.pb" not in names:
+        s.problems.append("ntrace.pb without trace_info.pb: Neuron Explorer needs both to process the system trace")
+    if "system trace" in kinds and "ntff" not in kinds:
+        s.problems.append("system trace only (no .ntff): no device profile was captured (may be intended)")
+    if not s.framework:
+        s.problems.append(
+            "no framework trace (trace.json): only runtime/hardware rows, no framework → runtime links "
+            "(with env-var capture Explorer cannot link them either)"
+        )
+    if not s.exports and not s.raw and s.framework:
+        s.problems.append("no Neuron system trace (ntrace.pb) or Explorer export: framework rows only")
+    neffs: dict[str, str] = {}
+    for f in s.files:
+        if f.kind == "neff":
+            m = NEFF_RX.fullmatch(f.path.name)
+            if m:
+                neffs[m.group("hash") or m.group("graph")] = f.path.name
+    session_mode = False
+    for f in s.files:
+        if f.kind != "ntff":
+            continue
+        if f.size == 0:
+            s.problems.append(f"{f.path.name} is empty (0 bytes): no execution captured or the core was unused")
+        m = NTFF_RX.fullmatch(f.path.name)
+        h = (m.group("hash") or m.group("hash2")) if m else None
+        if h:
+            if h in neffs:
+                s.pairs.append((f.path.name, neffs[h]))
+            else:
+                s.problems.append(
+                    f"{f.path.name}: NEFF neff_{h}.neff is missing (left in the compiler's neff_cache under the system "
+                    "temp directory; set NeuronConfig(neff_cache_dir=...) or TORCH_NEURONX_NEFF_CACHE_DIR to copy it)"
+                )
+        elif m and m.group("session"):
+            session_mode = True
+    if session_mode and not neffs:
+        s.problems.append(
+            "session-mode NTFFs but no .neff: the NEFFs were left in the compiler's neff_cache under the system temp "
+            "directory (set neff_cache_dir / TORCH_NEURONX_NEFF_CACHE_DIR so they are copied into the profile)"
+        )
+    if s.exports and len({e.path for e in s.exports}) > 1:
+        s.problems.append("several Explorer exports match this session; loading the first")
+
+
+# ------------------------------------------------------------------------------------------------------
+# runs
+# ------------------------------------------------------------------------------------------------------
+def _manifest_for(s: Session, root: Path) -> dict[str, Any]:
+    from trntui.loaders.discover import _manifest
+
+    d = s.dir
+    while True:
+        m = _manifest(d)
+        if m:
+            return m
+        if d == root or d.parent == d or not _under(d, root):
+            return {}
+        d = d.parent
+
+
+def _export_loader(e: Export, s: Session) -> Callable[[Any], None]:
+    def load(builder: Any) -> None:
+        if e.format == "parquet":
+            from trntui.loaders.neuron_parquet import load_parquet_export
+
+            load_parquet_export(e.path, builder, pid_filter=s.pid, label=e.path.name, instance_hint=s.instance)
+        else:
+            from trntui.loaders.neuron_json import load_json_export
+
+            load_json_export(e.path, builder, pid_filter=s.pid, label=e.path.name, instance_hint=s.instance)
+
+    return load
+
+
+def _notes_loader(notes: list[str]) -> Callable[[Any], None]:
+    def load(builder: Any) -> None:
+        builder.meta.notes.extend(notes)
+
+    return load
+
+
+def run_for(s: Session, root: Path) -> Run:
+    run = Run(name=s.name or s.label, root=s.dir, framework_traces=list(s.framework), manifest=_manifest_for(s, root))
+    if s.exports:
+        run.extra_loaders.append(_export_loader(s.exports[0], s))
+    elif s.raw:
+        from trntui.loaders.neuron_convert import conversion_loader
+
+        run.extra_loaders.append(conversion_loader(s))
+    run.notes = [p for p in s.problems if "NEFF" in p or "empty" in p]
+    if run.notes:
+        run.extra_loaders.append(_notes_loader(list(run.notes)))
+    return run
+
+
+def find_neuron_runs(path: Path) -> list[Run]:
+    """One Run per Neuron session under `path` (plus ordinary runs for unrelated traces); [] if not Neuron."""
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    layout = scan(path)
+    if not layout.is_neuron:
+        return []
+    runs = []
+    for s in layout.sessions:
+        run = run_for(s, path)
+        if run.manifest.get("complete") is False:
+            continue
+        runs.append(run)
+    # unrelated chrome traces keep working (e.g. sample_profiles/ with CUDA and Neuron samples side by side)
+    from trntui.loaders.discover import _manifest
+
+    by_dir: dict[Path, list[Path]] = {}
+    for p in layout.other_traces:
+        by_dir.setdefault(p.parent, []).append(p)
+    for d, traces in sorted(by_dir.items()):
+        manifest = _manifest(d)
+        if manifest.get("complete") is False:
+            continue
+        rel = d.relative_to(path)
+        runs.append(Run(name=str(rel) if str(rel) != "." else path.name, root=d, framework_traces=sorted(traces), manifest=manifest))
+    return sorted(runs, key=lambda r: r.name)

@@ -1,0 +1,159 @@
+"""Read Neuron Explorer's legacy JSON system export (and other documented JSON shapes) into a `ProfileBuilder`.
+
+Accepted shapes (neuron-formats.md §7), all normalised to `SystemProfileEvents` columns:
+
+(a) `view --output-format json`: `{"system_profile_metadata": [...], "device_profile_list": [...],
+    "trace_event": [{"name", "timestamp", "duration", "nc_idx", "process_id": "2", ...}], "warnings": [...]}`;
+(b) Profiler 2.0: one object per kind, e.g. `{"Neuron_Runtime_API_Event": {...}, "Framework_Event": {...}}`
+    (a dict of kinds, or a list of such dicts), `group` prefixes `nrt-` / `framework-`;
+(c) runtime live-fetch: `{"events": [{"event_type", "phase": "start"|"stop", "tracking_id", "timestamp_ns",
+    "nc_idx", "data": {...}}]}`, start/stop paired by `tracking_id`;
+and a bare list of event objects. ns integers beyond 2^53 are parsed as ints (never floats).
+
+No Trainium hardware was used: these shapes come from the docs and third-party scripts, so the reader is
+deliberately tolerant (unknown keys kept as attributes, unknown kinds skipped and counted).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from trntui.errors import LoadError
+from trntui.loaders.jsonutil import read_bytes
+from trntui.loaders.neuron_system import SystemRows, add_system_rows, rows_from_records, to_int
+from trntui.model.builder import ProfileBuilder
+
+EXPORT_KEYS = (b'"trace_event"', b'"system_profile_metadata"', b'"Neuron_Runtime_API_Event"', b'"Framework_Event"',
+               b'"device_profile_list"', b'"event_type"')
+NOT_EVENTS = frozenset({"mem_usage", "cpu_util", "warnings", "system_profile_metadata", "device_profile_list",
+                        "metadata", "summary"})
+
+
+def looks_like_export(path: Path, head: bytes | None = None) -> bool:
+    """A JSON file that is an Explorer/runtime system export (not a chrome trace)."""
+    if head is None:
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(8192)
+        except OSError:
+            return False
+    if b'"traceEvents"' in head:
+        return False
+    return path.name == "system_profile.json" or any(k in head for k in EXPORT_KEYS)
+
+
+def _events_and_meta(doc: Any) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    """(event dicts, metadata, skipped count) from any accepted shape."""
+    meta: dict[str, Any] = {}
+    skipped = 0
+    if isinstance(doc, dict) and isinstance(doc.get("trace_event"), list):
+        for k in ("system_profile_metadata", "device_profile_list", "warnings"):
+            if k in doc:
+                meta[k] = doc[k]
+        evs = [e for e in doc["trace_event"] if isinstance(e, dict)]
+        return evs, meta, len(doc["trace_event"]) - len(evs)
+    if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+        return _pair_live(doc["events"])
+    items: list[Any]
+    if isinstance(doc, list):
+        items = doc
+    elif isinstance(doc, dict):
+        items = [doc]
+    else:
+        return [], meta, 0
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            skipped += 1
+            continue
+        if "name" in item and ("timestamp" in item or "start_ts" in item or "timestamp_ns" in item):
+            out.append(item)
+            continue
+        for kind, value in item.items():
+            if kind in NOT_EVENTS:
+                meta.setdefault(kind, value)
+                continue
+            values = value if isinstance(value, list) else [value]
+            for v in values:
+                if isinstance(v, dict) and "name" in v:
+                    ev = dict(v)
+                    ev.setdefault("kind", kind)
+                    if "trace_event_source" not in ev and kind.lower().startswith("framework"):
+                        ev["trace_event_source"] = "framework"
+                    out.append(ev)
+                else:
+                    skipped += 1
+    return out, meta, skipped
+
+
+def _pair_live(records: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    """Runtime live-fetch records: start/stop pairs (by tracking_id) become intervals; lone halves are counted."""
+    open_: dict[Any, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    skipped = 0
+    for r in records:
+        if not isinstance(r, dict):
+            skipped += 1
+            continue
+        phase = str(r.get("phase", "")).lower()
+        key = (r.get("tracking_id"), r.get("event_type"), r.get("nc_idx"))
+        if phase == "start":
+            open_[key] = r
+        elif phase == "stop" and key in open_:
+            s = open_.pop(key)
+            ev = {k: v for k, v in s.items() if k not in ("phase", "data", "event_type", "timestamp_ns")}
+            ev.update(s.get("data") or {})
+            ev.update(r.get("data") or {})
+            ev["name"] = s.get("event_type")
+            ev["start_ts"] = to_int(s.get("timestamp_ns"))
+            ev["end_ts"] = to_int(r.get("timestamp_ns"))
+            out.append(ev)
+        else:
+            skipped += 1
+    skipped += len(open_)
+    return out, {}, skipped
+
+
+def read_json_rows(path: Path) -> tuple[SystemRows, dict[str, Any]]:
+    data, notes = read_bytes(path)
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise LoadError(path, f"not valid JSON ({exc})") from None
+    events, meta, skipped = _events_and_meta(doc)
+    if not events:
+        raise LoadError(path, "no system-trace events found (expected `trace_event`, kind objects or `events`)")
+    if skipped:
+        notes.append(f"{path.name}: {skipped} record(s) that are not events skipped")
+    return rows_from_records(events, notes), meta
+
+
+def load_json_export(
+    path: str | Path,
+    builder: ProfileBuilder,
+    *,
+    pid_filter: int | None = None,
+    label: str | None = None,
+    instance_hint: str = "",
+) -> dict[str, int]:
+    """Add the JSON export's system-trace events to `builder`."""
+    path = Path(path)
+    label = label or path.name
+    rows, meta = read_json_rows(path)
+    builder.meta.sources.append(str(path))
+    info: dict[str, Any] = {"export": str(path), "format": "json"}
+    spm = meta.get("system_profile_metadata")
+    if isinstance(spm, list) and spm:
+        info["system_profile_metadata"] = spm[0]
+    elif isinstance(spm, dict):
+        info["system_profile_metadata"] = spm
+    if "device_profile_list" in meta:
+        info["device_profile_list"] = meta["device_profile_list"]
+    for w in (meta.get("warnings") or [])[:20]:
+        builder.meta.notes.append(f"{label}: Explorer warning: {w}")
+    stats = add_system_rows(rows, builder, label=label, pid_filter=pid_filter, instance_hint=instance_hint)
+    info["stats"] = stats
+    builder.meta.trace_meta.setdefault("neuron", []).append(info)
+    return stats

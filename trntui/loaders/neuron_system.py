@@ -1,0 +1,458 @@
+"""Neuron system-trace rows (from Explorer's Parquet or JSON export) → `Profile` events, lanes and flows.
+
+Both exports are normalised into `SystemRows` (the columns of `SystemProfileEvents`, neuron-formats.md §6) and
+added to a `ProfileBuilder` by `add_system_rows`, so they merge with the Kineto `trace.json` of the same run:
+
+- one absolute ns clock (Neuron rows are Unix ns; Kineto rows were converted with `baseTimeNanoseconds`);
+- framework rows of the system trace that duplicate `trace.json` rows (same name, same start/duration within
+  2 µs) are dropped and counted in a note; their `flow_id` values move to the `trace.json` row;
+- lanes like Explorer's: `framework/TID:n` (dispatch), `framework/Stream:n` (device interaction),
+  `neuron_rt/NC:n` (runtime, logical core), `neuron_hw/NC<l>:<p>` (hardware, physical core);
+- `flow_id` lists become `Flows.MEMBER` rows (category `neuron_flow`); `nrt_sequence_id` goes into the
+  correlation column of runtime/framework rows (used by `trntui.analysis.neuron` links).
+
+Written against the documented schema only (no Trainium hardware was available): every column but `name` and a
+timestamp is optional, ids may be strings, unknown event names are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trntui.model import categories as C
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import NO_ID, Flows, Tier
+
+CAT_FRAMEWORK = "neuron_framework"
+CAT_RUNTIME = "neuron_rt"
+CAT_HARDWARE = "neuron_hw"
+FLOW_CAT = "neuron_flow"
+SYSTEM_CATS = frozenset({CAT_FRAMEWORK, CAT_RUNTIME, CAT_HARDWARE})
+
+HARDWARE_NAMES = frozenset(
+    {
+        "nc_exec_running",
+        "cc_running",
+        "cc_exec_barrier",
+        "numerical_err",
+        "nrt_model_switch",
+        "nc_model_switch",
+        "timestamp_sync_point",
+        "hw_notify",
+    }
+)
+"""Documented hardware events (neuron-formats.md §9); used only when a row has no `trace_event_source`."""
+
+DUP_TOLERANCE_NS = 2000
+"""A framework row of the system trace duplicates a trace.json row with the same name when both start and
+duration agree within this (Kineto keeps µs with 3 decimals; Explorer re-reads the same file)."""
+
+DEVICE_TIME_SOURCE = "Neuron system trace (nc_exec_running, merged per logical execution)"
+
+
+@dataclass
+class SystemRows:
+    """`SystemProfileEvents` rows as columns. Missing values: -1 for ints, "" / None for strings."""
+
+    name: list[str]
+    start: np.ndarray
+    end: np.ndarray
+    source: list[str]
+    instance: list[str]
+    pid: np.ndarray
+    tid: np.ndarray
+    nc: np.ndarray
+    pcore: np.ndarray
+    stream: list[str | None]
+    seq: np.ndarray
+    """`nrt_sequence_id` (column or extra attribute), -1 when absent."""
+    flow_row: np.ndarray
+    """Exploded `flow_id`: row index of each (row, flow value) pair."""
+    flow_key: np.ndarray
+    args: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def take(self, mask: np.ndarray) -> "SystemRows":
+        idx = np.nonzero(mask)[0]
+        remap = np.full(len(self), -1, np.int64)
+        remap[idx] = np.arange(len(idx))
+        fsel = mask[self.flow_row] if len(self.flow_row) else np.zeros(0, bool)
+        pick = lambda seq: [seq[i] for i in idx.tolist()]  # noqa: E731
+        return SystemRows(
+            name=pick(self.name),
+            start=self.start[idx],
+            end=self.end[idx],
+            source=pick(self.source),
+            instance=pick(self.instance),
+            pid=self.pid[idx],
+            tid=self.tid[idx],
+            nc=self.nc[idx],
+            pcore=self.pcore[idx],
+            stream=pick(self.stream),
+            seq=self.seq[idx],
+            flow_row=remap[self.flow_row[fsel]],
+            flow_key=self.flow_key[fsel],
+            args=pick(self.args),
+            notes=list(self.notes),
+        )
+
+
+def to_int(value: Any, default: int = NO_ID) -> int:
+    """An id that may be int, float, numeric string (beyond 2^53: parsed exactly), or missing."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value == value else default
+    try:
+        text = str(value).strip()
+        return int(text) if text else default
+    except ValueError:
+        try:
+            return int(float(text))
+        except ValueError:
+            return default
+
+
+def parse_flow_ids(value: Any) -> list[int]:
+    """`flow_id` as list of string ints (documented), list of ints, a JSON list in a string, or `"1,2"`."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, np.ndarray)):
+        out = [to_int(v) for v in value]
+        return [v for v in out if v != NO_ID]
+    if isinstance(value, (int, np.integer)):
+        return [int(value)]
+    text = str(value).strip()
+    if not text:
+        return []
+    if text.startswith("["):
+        try:
+            return parse_flow_ids(json.loads(text))
+        except ValueError:
+            pass
+    out = [to_int(p.strip().strip('"')) for p in text.strip("[]").split(",")]
+    return [v for v in out if v != NO_ID]
+
+
+def parse_extra(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value)
+    except (TypeError, ValueError):
+        return {"extra_attributes_json": value}
+    return parsed if isinstance(parsed, dict) else {"extra_attributes_json": parsed}
+
+
+def infer_source(name: str, source: Any, group: Any = None) -> str:
+    """`framework` / `neuron_rt` / `neuron_hw` from the column, a Profiler-2.0 `group`, or the name."""
+    if isinstance(source, str) and source:
+        s = source.lower()
+        if s.startswith("framework") or s in ("pytorch", "jax"):
+            return "framework"
+        if "hw" in s or "hardware" in s or "device" in s:
+            return "neuron_hw"
+        if "rt" in s or "runtime" in s or s.startswith("nrt"):
+            return "neuron_rt"
+        return s
+    if isinstance(group, str) and group.startswith("framework"):
+        return "framework"
+    if name in HARDWARE_NAMES:
+        return "neuron_hw"
+    return "neuron_rt"
+
+
+def rows_from_records(records: list[dict[str, Any]], notes: list[str] | None = None) -> SystemRows:
+    """Normalise event dicts (JSON exports, or Parquet rows read as Python) into `SystemRows`."""
+    n = len(records)
+    name: list[str] = []
+    source: list[str] = []
+    instance: list[str] = []
+    stream: list[str | None] = []
+    args: list[dict[str, Any]] = []
+    start = np.zeros(n, np.int64)
+    end = np.zeros(n, np.int64)
+    pid = np.full(n, NO_ID, np.int64)
+    tid = np.full(n, NO_ID, np.int64)
+    nc = np.full(n, NO_ID, np.int64)
+    pcore = np.full(n, NO_ID, np.int64)
+    seq = np.full(n, NO_ID, np.int64)
+    frow: list[int] = []
+    fkey: list[int] = []
+    bad = 0
+    keep = np.ones(n, bool)
+    core = {
+        "name", "start_ts", "end_ts", "duration_ns", "timestamp", "duration", "timestamp_ns", "trace_event_source",
+        "instance_id", "process_id", "thread_id", "nc_idx", "lnc_idx", "pcore_idx", "device_core_idx", "flow_id",
+        "framework_stream_id", "extra_attributes_json", "group", "timestamp_unit",
+    }
+    for k, r in enumerate(records):
+        extra = parse_extra(r.get("extra_attributes_json"))
+        get = lambda key, r=r, extra=extra: r.get(key, extra.get(key))  # noqa: E731
+        nm = str(r.get("name") or extra.get("name") or "")
+        s = to_int(get("start_ts"))
+        if s == NO_ID:
+            s = to_int(get("timestamp"))
+        if s == NO_ID:
+            s = to_int(get("timestamp_ns"))
+        e = to_int(get("end_ts"))
+        if e == NO_ID:
+            d = to_int(get("duration_ns"))
+            if d == NO_ID:
+                d = to_int(get("duration"), 0)
+            e = s + max(d, 0) if s != NO_ID else NO_ID
+        if s == NO_ID or not nm:
+            bad += 1
+            keep[k] = False
+            name.append(nm)
+            source.append("")
+            instance.append("")
+            stream.append(None)
+            args.append({})
+            continue
+        name.append(nm)
+        start[k] = s
+        end[k] = max(e, s)
+        src = infer_source(nm, r.get("trace_event_source"), r.get("group"))
+        source.append(src)
+        instance.append(str(get("instance_id") or ""))
+        pid[k] = to_int(get("process_id"))
+        tid[k] = to_int(get("thread_id"))
+        ncv = to_int(get("nc_idx"))
+        if ncv == NO_ID:
+            ncv = to_int(get("lnc_idx"))
+        nc[k] = ncv
+        pc = to_int(get("pcore_idx"))
+        if pc == NO_ID:
+            pc = to_int(get("device_core_idx"))
+        pcore[k] = pc
+        st = get("framework_stream_id")
+        stream.append(None if st is None or st == "" else str(st))
+        seq[k] = to_int(get("nrt_sequence_id"), to_int(get("nrta_seq_id")))
+        for f in parse_flow_ids(get("flow_id")):
+            frow.append(k)
+            fkey.append(f)
+        a = {key: v for key, v in r.items() if key not in core and v is not None}
+        a.update({key: v for key, v in extra.items() if key not in a})
+        for key in ("nc_idx", "pcore_idx", "framework_stream_id", "trace_event_source"):
+            v = r.get(key)
+            if v is not None:
+                a[key] = v
+        fl = r.get("flow_id", extra.get("flow_id"))
+        if fl is not None:
+            a["flow_id"] = [str(x) for x in parse_flow_ids(fl)]
+        args.append(a)
+    rows = SystemRows(
+        name=name,
+        start=start,
+        end=end,
+        source=source,
+        instance=instance,
+        pid=pid,
+        tid=tid,
+        nc=nc,
+        pcore=pcore,
+        stream=stream,
+        seq=seq,
+        flow_row=np.asarray(frow, np.int64),
+        flow_key=np.asarray(fkey, np.int64),
+        args=args,
+        notes=list(notes or []),
+    )
+    if bad:
+        rows.notes.append(f"{bad} system-trace row(s) without a name or timestamp skipped")
+        rows = rows.take(keep)
+    return rows
+
+
+def add_system_rows(
+    rows: SystemRows,
+    builder: ProfileBuilder,
+    *,
+    label: str,
+    pid_filter: int | None = None,
+    instance_hint: str = "",
+) -> dict[str, int]:
+    """Add system-trace rows to `builder` (merging with the trace.json rows already in it). Returns counts."""
+    meta = builder.meta
+    meta.notes.extend(rows.notes)
+    stats = {"rows": len(rows), "added": 0, "duplicates": 0, "filtered": 0}
+    if pid_filter is not None and len(rows):
+        pids = set(np.unique(rows.pid).tolist()) - {NO_ID}
+        if len(pids) > 1:
+            keep = (rows.pid == pid_filter) | (rows.pid == NO_ID)
+            stats["filtered"] = int((~keep).sum())
+            rows = rows.take(keep)
+            if stats["filtered"]:
+                meta.notes.append(f"{label}: kept the rows of process {pid_filter}; {stats['filtered']} row(s) of other processes are in the other ranks' runs")
+    n = len(rows)
+    meta.device_kind = "neuron"
+    meta.backend = "NEURON"
+    if not n:
+        meta.notes.append(f"{label}: no system-trace events")
+        return stats
+
+    # the Kineto lanes of the same process get the instance id, so framework rows share Explorer's labels
+    inst_of_pid: dict[int, str] = {}
+    for p, inst in zip(rows.pid.tolist(), rows.instance):
+        if inst and p != NO_ID:
+            inst_of_pid.setdefault(p, inst)
+    for p, inst in inst_of_pid.items():
+        builder.set_instance(p, inst)
+
+    # --- framework rows that duplicate trace.json rows --------------------------------------------------------
+    dup_of = np.full(n, NO_ID, np.int64)
+    is_fw = np.array([s == "framework" for s in rows.source], bool)
+    if is_fw.any() and builder.count:
+        ex = builder.existing()
+        by_name: dict[int, np.ndarray] = {}
+        used: set[int] = set()
+        for k in np.nonzero(is_fw)[0].tolist():
+            nid = builder.name_id(rows.name[k])
+            if nid == NO_ID:
+                continue
+            cand = by_name.get(nid)
+            if cand is None:
+                cand = np.nonzero(ex["name"] == nid)[0]
+                cand = cand[np.argsort(ex["start"][cand], kind="stable")]
+                by_name[nid] = cand
+            if not len(cand):
+                continue
+            s = int(rows.start[k])
+            d = int(rows.end[k] - rows.start[k])
+            starts = ex["start"][cand]
+            a = int(np.searchsorted(starts, s - DUP_TOLERANCE_NS, "left"))
+            b = int(np.searchsorted(starts, s + DUP_TOLERANCE_NS, "right"))
+            best, best_err = NO_ID, None
+            for j in range(a, b):
+                c = int(cand[j])
+                if c in used:
+                    continue
+                err = abs(int(ex["start"][c]) - s) + abs(int(ex["end"][c] - ex["start"][c]) - d)
+                if err <= 2 * DUP_TOLERANCE_NS and (best_err is None or err < best_err):
+                    best, best_err = c, err
+            if best != NO_ID:
+                used.add(best)
+                dup_of[k] = best
+    dups = dup_of >= 0
+    stats["duplicates"] = int(dups.sum())
+    if stats["duplicates"]:
+        meta.notes.append(
+            f"{label}: dropped {stats['duplicates']} framework event(s) of the system trace that duplicate "
+            "trace.json rows (their flow ids were moved to the trace.json rows)"
+        )
+
+    # --- lanes --------------------------------------------------------------------------------------------------
+    keep = ~dups
+    kidx = np.nonzero(keep)[0]
+    cat_fw = builder.intern_cat(CAT_FRAMEWORK)
+    cat_rt = builder.intern_cat(CAT_RUNTIME)
+    cat_hw = builder.intern_cat(CAT_HARDWARE)
+    lane_ids = np.empty(len(kidx), np.int32)
+    cat_ids = np.empty(len(kidx), np.int16)
+    lane_cache: dict[tuple, int] = {}
+    for j, k in enumerate(kidx.tolist()):
+        src = rows.source[k]
+        p = int(rows.pid[k])
+        t = int(rows.tid[k])
+        inst = rows.instance[k] or instance_hint
+        ncv = int(rows.nc[k])
+        if src == "framework":
+            st = rows.stream[k]
+            key = ("fw", inst, p, st if st is not None else None, t if st is None else None)
+            cat_ids[j] = cat_fw
+        elif src == "neuron_hw":
+            pc = int(rows.pcore[k])
+            key = ("hw", inst, p, ncv, pc)
+            cat_ids[j] = cat_hw
+        else:
+            key = ("rt", inst, p, ncv, t if ncv == NO_ID else None)
+            cat_ids[j] = cat_rt
+        lid = lane_cache.get(key)
+        if lid is None:
+            if key[0] == "fw":
+                if key[3] is not None:
+                    lid = builder.lane(Tier.DEVICE, "framework", f"Stream:{key[3]}", p, to_int(key[3], 0), instance=inst)
+                else:
+                    lid = builder.lane(Tier.DISPATCH, "framework", f"TID:{t}", p, t, instance=inst)
+            elif key[0] == "hw":
+                lnc = ncv if ncv != NO_ID else 0
+                pc = key[4] if key[4] != NO_ID else lnc
+                lid = builder.lane(Tier.HARDWARE, "neuron_hw", f"NC{lnc}:{pc}", p, pc, instance=inst)
+            else:
+                if ncv != NO_ID:
+                    lid = builder.lane(Tier.RUNTIME, "neuron_rt", f"NC:{ncv}", p, ncv, instance=inst)
+                else:
+                    lid = builder.lane(Tier.RUNTIME, "neuron_rt", f"TID:{t}", p, t, instance=inst)
+            lane_cache[key] = lid
+        lane_ids[j] = lid
+
+    names = np.fromiter((builder.intern_name(rows.name[k]) for k in kidx.tolist()), np.int32, count=len(kidx))
+    ext = np.full(len(kidx), NO_ID, np.int64)
+    for j, k in enumerate(kidx.tolist()):
+        e = rows.args[k].get("External id", rows.args[k].get("external_id"))
+        if e is not None:
+            ext[j] = to_int(e)
+    first = builder.add_events(
+        start=rows.start[kidx],
+        end=rows.end[kidx],
+        lane=lane_ids,
+        name=names,
+        cat=cat_ids,
+        ext=ext,
+        corr=rows.seq[kidx],
+        args_raw=[rows.args[k] for k in kidx.tolist()],
+    )
+    stats["added"] = len(kidx)
+
+    # --- flows: system rows → their builder index; duplicates → the trace.json row ------------------------------
+    if len(rows.flow_row):
+        builder_index = np.full(n, NO_ID, np.int64)
+        builder_index[kidx] = first + np.arange(len(kidx))
+        builder_index[dups] = dup_of[dups]
+        ev = builder_index[rows.flow_row]
+        ok = ev >= 0
+        fc = builder.intern_cat(FLOW_CAT)
+        # one membership per (event, flow value)
+        pairs = np.unique(np.stack([ev[ok], rows.flow_key[ok]], axis=1), axis=0)
+        builder.add_flows(
+            pairs[:, 1], pairs[:, 0], np.full(len(pairs), fc, np.int16), np.full(len(pairs), Flows.MEMBER, np.int8)
+        )
+
+    # --- device time source and clock sanity ------------------------------------------------------------------------
+    has_trace_device_rows = bool(set(builder.cats) & C.DEVICE_TYPED)
+    if not has_trace_device_rows and not meta.device_time_source:
+        meta.device_time_source = DEVICE_TIME_SOURCE
+    _check_alignment(builder, rows, kidx, label)
+    return stats
+
+
+def _check_alignment(builder: ProfileBuilder, rows: SystemRows, kidx: np.ndarray, label: str) -> None:
+    """Warn when trace.json and the system trace do not overlap in time (different run or wrong clock base)."""
+    ex = builder.existing()
+    sys_cats = {builder.intern_cat(c) for c in SYSTEM_CATS}
+    other = ~np.isin(ex["cat"], list(sys_cats))
+    if not other.any() or not len(rows):
+        return
+    f0, f1 = int(ex["start"][other].min()), int(ex["end"][other].max())
+    s0, s1 = int(rows.start.min()), int(rows.end.max())
+    slack = 5_000_000  # 5 ms
+    if f1 < s0 - slack or f0 > s1 + slack:
+        off = (s0 - f0) / 1e9
+        builder.meta.notes.append(
+            f"{label}: trace.json and the system trace do not overlap in time (system trace starts {off:+.3f} s "
+            "from trace.json): different runs, or a trace.json without baseTimeNanoseconds?"
+        )
