@@ -121,3 +121,36 @@ async def test_neuron_like_runs_render_without_device_rows() -> None:
         summary = app.compare.summary_text().splitlines()
         assert summary[1].split(" | ")[4] == "6" and summary[2].split(" | ")[4] == "1"
         assert app.compare.sort == "self_cpu"
+
+
+async def test_explorer_c_key_opens_compare(tmp_path) -> None:
+    """`trntui open DIR` on a directory of runs: `c` pushes the compare screen, Esc returns."""
+    import shutil
+
+    from trntui.tui.app import TrntuiApp
+
+    corpus = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "kineto").resolve()
+    for name in ("base", "test"):
+        d = tmp_path / name
+        d.mkdir()
+        shutil.copy(corpus / f"cuda_compare_{name}.json.gz", d / "trace.json.gz")
+    app = TrntuiApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if len(app.runs) == 2:
+                break
+        await pilot.press("escape")  # leave the run picker
+        await pilot.pause()
+        app.ops.focus()  # (after the picker, focus may land on the hidden filter input)
+        await pilot.pause()
+        await pilot.press("c")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, CompareScreen):
+                break
+        assert isinstance(app.screen, CompareScreen)
+        assert [r.name for r in app.screen.runs] == ["base", "test"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CompareScreen)

@@ -77,6 +77,7 @@ class TrntuiApp(App[None]):
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="palette"),
         Binding("z,f", "toggle_maximize", "Maximize", id="maximize"),
         Binding("r", "pick_run", "Runs", id="runs"),
+        Binding("c", "compare", "Compare runs", id="compare"),
         Binding("escape", "escape", "Restore / close", show=False, id="escape"),
     ]
 
@@ -354,7 +355,15 @@ class TrntuiApp(App[None]):
             out.append((f"Sort by {col.title}", f"key: {k + 1}", lambda key=col.key: self.action_sort(key)))
         return out
 
+    def action_compare(self) -> None:
+        """Compare every run under the path (summary + op diff; trntui.tui.compare)."""
+        from trntui.tui.compare import open_compare
+
+        open_compare(self, self.path)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "compare":
+            return len(self.runs) > 1
         if action == "pick_run":
             return len(self.runs) > 1
         return True

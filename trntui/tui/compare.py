@@ -11,6 +11,7 @@ Timeline and Chain panes), Esc goes back. `CompareApp` hosts the screen on its o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -59,10 +60,12 @@ class CompareScreen(Screen[None]):
     CompareScreen #compare-filter.-invalid { color: $text-error; }
     """
 
-    def __init__(self, runs: Sequence["Run"], *, by_shapes: bool = False, title: str = "") -> None:
+    def __init__(self, runs: Sequence["Run"], *, by_shapes: bool = False, title: str = "", closable: bool = False) -> None:
         super().__init__()
         from trntui.analysis.compare import diff_ops
 
+        self.closable = closable
+        """Esc (with no filter to clear) returns to the screen below (when opened from the explorer)."""
         self.runs = list(runs)
         self.by_shapes = by_shapes
         self.heading = title
@@ -203,7 +206,7 @@ class CompareScreen(Screen[None]):
             self.set_filter("")
             box.remove_class("-active", "-invalid")
             self.table.focus()
-        elif len(self.app.screen_stack) > 2:
+        elif self.closable:
             self.app.pop_screen()
 
     @on(Input.Changed, "#compare-filter")
@@ -355,6 +358,31 @@ class CompareApp(App[None]):
             if isinstance(screen, CompareScreen):
                 return screen
         raise LookupError("no compare screen")
+
+
+def open_compare(app: App, path: str | Path, *, by_shapes: bool = False) -> None:
+    """Load every run under `path` in a thread worker, then push a closable `CompareScreen` onto `app`
+    (the explorer's `c` key). A load failure is a notification, never a traceback."""
+
+    def load() -> None:
+        from trntui.commands.compare import load_runs
+        from trntui.errors import TrntuiError
+
+        try:
+            runs = load_runs([path], by_shapes=by_shapes)
+        except TrntuiError as exc:
+            app.call_from_thread(app.notify, f"compare: {safe_text(exc)}", severity="error", markup=False)
+            return
+        except Exception as exc:  # noqa: BLE001 - never take the app down
+            app.call_from_thread(
+                app.notify, f"compare: unexpected {type(exc).__name__}: {safe_text(exc)}", severity="error", markup=False
+            )
+            return
+        screen = CompareScreen(runs, by_shapes=by_shapes, title=f"trntui compare · {path}", closable=True)
+        app.call_from_thread(app.push_screen, screen)
+
+    app.notify("loading every run to compare…", markup=False)
+    app.run_worker(load, thread=True, exclusive=True, group="compare", exit_on_error=False)
 
 
 def run_compare_app(runs: Sequence["Run"], *, paths: Sequence[str] = (), by_shapes: bool = False) -> int:
