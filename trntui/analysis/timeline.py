@@ -52,13 +52,10 @@ class Intervals:
         return int(self.starts.shape[0])
 
     def busy_before(self, x: np.ndarray) -> np.ndarray:
-        """Busy ns in (-inf, x) for each boundary `x`."""
+        """Busy ns in (-inf, x) for each int64 boundary `x` (exact integer arithmetic)."""
         k = np.searchsorted(self.starts, x, side="right")
-        total = self.cum[k].astype(np.float64)
-        inside = k > 0
         prev_end = self.ends[np.maximum(k - 1, 0)]
-        total -= np.where(inside, np.maximum(prev_end - x, 0), 0)
-        return total
+        return self.cum[k] - np.where(k > 0, np.maximum(prev_end - x, 0), 0)
 
     def touches(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """For each cell [lo, hi): does any interval overlap it?"""
@@ -130,17 +127,21 @@ def display_span(profile: Profile) -> tuple[int, int]:
     return span
 
 
-def cell_bounds(t0: float, ns_per_cell: float, cells: int) -> np.ndarray:
-    """The `cells + 1` boundaries of the cells starting at `t0`."""
-    return t0 + np.arange(cells + 1, dtype=np.float64) * ns_per_cell
+def cell_bounds(t0: int, ns_per_cell: float, cells: int) -> np.ndarray:
+    """The `cells + 1` boundaries (int64 ns) of the cells starting at absolute time `t0`.
+
+    Integer arithmetic: absolute ns (~1.7e18) do not fit a float64 mantissa to the nanosecond.
+    """
+    return np.int64(t0) + np.floor(np.arange(cells + 1, dtype=np.float64) * ns_per_cell).astype(np.int64)
 
 
-def busy_fractions(busy: Intervals, t0: float, ns_per_cell: float, cells: int) -> np.ndarray:
+def busy_fractions(busy: Intervals, t0: int, ns_per_cell: float, cells: int) -> np.ndarray:
     """Fraction (0..1) of each cell covered by `busy`."""
     if len(busy) == 0 or cells <= 0:
         return np.zeros(max(cells, 0))
-    f = busy.busy_before(cell_bounds(t0, ns_per_cell, cells))
-    return np.clip(np.diff(f) / ns_per_cell, 0.0, 1.0)
+    bounds = cell_bounds(t0, ns_per_cell, cells)
+    f = busy.busy_before(bounds)
+    return np.clip(np.diff(f) / np.maximum(np.diff(bounds), 1), 0.0, 1.0)
 
 
 def shade(fractions: np.ndarray) -> str:
@@ -153,7 +154,7 @@ def shade(fractions: np.ndarray) -> str:
     return "".join(_GLYPH_ARRAY[level].tolist())
 
 
-def row_cells(row: TimelineRow, t0: float, ns_per_cell: float, cells: int, selected: Intervals | None = None) -> tuple[str, np.ndarray]:
+def row_cells(row: TimelineRow, t0: int, ns_per_cell: float, cells: int, selected: Intervals | None = None) -> tuple[str, np.ndarray]:
     """(glyphs, highlighted mask) for one row over `cells` cells from `t0`."""
     text = shade(busy_fractions(row.busy, t0, ns_per_cell, cells))
     if selected is None or len(selected) == 0:

@@ -311,7 +311,7 @@ class OpTableView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width or self.size.width
         if self.table is None:
-            text = "loading…" if y == 0 else ""
+            text = "no profile loaded" if y == 0 else ""
             return Strip([Segment(text, self.rich_style)]).crop_extend(0, width, self.rich_style)
         if y == 0:
             return self._header(width)

@@ -123,10 +123,11 @@ class Timeline(Widget, can_focus=True):
         self.origin = 0
         """Absolute ns shown as +0 (start of the fitted span)."""
         self.t0 = 0.0
-        """Absolute ns at the left edge of the first cell."""
+        """ns after `origin` at the left edge of the first cell (relative: absolute ns overflow float64's
+        mantissa)."""
         self.ns_per_cell = 1.0
         self.cursor_t = 0.0
-        """Absolute ns at the cursor (the cursor cell is the cell that holds it)."""
+        """ns after `origin` at the cursor (the cursor cell is the cell that holds it)."""
         self.cursor_row = 0
         """Index into `display` (never a tier heading)."""
         self.cursor_event = -1
@@ -199,13 +200,29 @@ class Timeline(Widget, can_focus=True):
 
     @property
     def window(self) -> tuple[float, float]:
+        """(first, last) ns after `origin` shown."""
         return (self.t0, self.t0 + self.cells * self.ns_per_cell)
 
+    def _abs(self, offset: float) -> int:
+        """Absolute ns of an offset after `origin`."""
+        return self.origin + int(math.floor(offset))
+
+    def _cell_span(self, col: int) -> tuple[int, int]:
+        """Absolute [lo, hi) ns of cell `col`."""
+        lo = self._abs(self.t0) + int(math.floor(col * self.ns_per_cell))
+        hi = self._abs(self.t0) + int(math.floor((col + 1) * self.ns_per_cell))
+        return lo, max(hi, lo + 1)
+
     def _first_lane_row(self) -> int:
+        """The first row that is not a trace-window marker lane (else the first row)."""
+        first = -1
         for k, d in enumerate(self.display_rows):
             if d.row is not None:
-                return k
-        return 0
+                if first < 0:
+                    first = k
+                if self.profile is not None and self.profile.lanes[d.row.lane].subsystem != "markers":
+                    return k
+        return max(first, 0)
 
     def fit(self) -> None:
         """Zoom so the whole span fits; cursor in the middle."""
@@ -213,16 +230,16 @@ class Timeline(Widget, can_focus=True):
             return
         a, b = display_span(self.profile)
         self.ns_per_cell = max((b - a) / self.cells, 1.0)
-        self.t0 = float(a)
+        self.t0 = float(a - self.origin)
         self.cursor_t = self.t0 + (self.cells // 2 + 0.5) * self.ns_per_cell
         self.cursor_event = -1
         self._fitted = True
         self._changed()
 
-    def set_window(self, t0: float, ns_per_cell: float) -> None:
-        """Show cells of `ns_per_cell` from `t0` (tests, bench); the cursor goes to the middle."""
+    def set_window(self, t0: int, ns_per_cell: float) -> None:
+        """Show cells of `ns_per_cell` from absolute time `t0` (tests, bench); the cursor goes to the middle."""
         self.ns_per_cell = max(float(ns_per_cell), 1.0)
-        self.t0 = float(t0)
+        self.t0 = float(int(t0) - self.origin)
         self.cursor_t = self.t0 + (self.cells // 2 + 0.5) * self.ns_per_cell
         self._fitted = False
         self._changed()
@@ -236,14 +253,11 @@ class Timeline(Widget, can_focus=True):
         if self.profile is None:
             return "Timeline"
         a, b = self.window
-        return (
-            f"Timeline · +{format_ns(a - self.origin)} … +{format_ns(b - self.origin)}"
-            f" · {format_ns(self.ns_per_cell)}/cell"
-        )
+        return f"Timeline · {format_offset(a)} … {format_offset(b)} · {format_ns(self.ns_per_cell)}/cell"
 
     # -- cursor helpers --------------------------------------------------------------------------
     def _center_on(self, t: float) -> None:
-        """Move the cursor to time `t`, panning only when it leaves the window."""
+        """Move the cursor to `t` ns after `origin`, panning only when it leaves the window."""
         self.cursor_t = float(t)
         col = self.cursor_col
         if col < 0 or col >= self.cells:
@@ -278,7 +292,8 @@ class Timeline(Widget, can_focus=True):
             return
         self.cursor_row = row
         self.cursor_event = event
-        start, end = float(self.profile.start[event]), float(self.profile.end[event])
+        start = float(int(self.profile.start[event]) - self.origin)
+        end = float(int(self.profile.end[event]) - self.origin)
         self._center_on(start + min(end - start, self.ns_per_cell) / 2)
         self._scroll_to_cursor()
         self._changed()
@@ -290,8 +305,7 @@ class Timeline(Widget, can_focus=True):
         row = self.display_rows[self.cursor_row].row
         if row is None:
             return -1
-        col = self.cursor_col
-        lo, hi = self.t0 + col * self.ns_per_cell, self.t0 + (col + 1) * self.ns_per_cell
+        lo, hi = self._cell_span(self.cursor_col)
         if self.cursor_event >= 0 and self.profile.lane[self.cursor_event] == row.lane:
             s, e = int(self.profile.start[self.cursor_event]), int(self.profile.end[self.cursor_event])
             if s < hi and max(e, s + 1) > lo:
@@ -343,9 +357,9 @@ class Timeline(Widget, can_focus=True):
         if row is None:
             return
         current = self.event_under_cursor()
-        t = int(self.profile.start[current]) if current >= 0 else int(self.cursor_t)
+        t = int(self.profile.start[current]) if current >= 0 else self._abs(self.cursor_t)
         if current < 0 and direction < 0:
-            t = int(self.cursor_t) + 1
+            t += 1
         event = next_event(row, t, current, forward=direction > 0)
         if event >= 0:
             self.go_to_event(event)
@@ -363,9 +377,9 @@ class Timeline(Widget, can_focus=True):
         if pos >= 0:
             k = pos + direction
         elif direction > 0:
-            k = int(np.searchsorted(starts, self.cursor_t, side="right"))
+            k = int(np.searchsorted(starts, self._abs(self.cursor_t), side="right"))
         else:
-            k = int(np.searchsorted(starts, self.cursor_t, side="left")) - 1
+            k = int(np.searchsorted(starts, self._abs(self.cursor_t), side="left")) - 1
         k %= len(self.instances)
         self.go_to_event(int(self.instances[k]))
 
@@ -381,7 +395,7 @@ class Timeline(Widget, can_focus=True):
         width = self.size.width
         base = self.rich_style
         if self.profile is None:
-            text = "loading…" if y == 0 else ""
+            text = "no profile loaded" if y == 0 else ""
             return Strip([Segment(text, base)]).crop_extend(0, width, base)
         if y == 0:
             return self._ruler(width)
@@ -419,9 +433,16 @@ class Timeline(Widget, can_focus=True):
             label_style = label_style + Style(reverse=self.has_focus, bold=True)
         label = left_truncate(item.title, lw)
         label = label.rjust(lw) if item.row.depth else label.ljust(lw)
+        if is_cursor:
+            if label[0] in " …":
+                label = "▸" + label[1:]
+            elif label[-1] == " ":
+                label = "▸" + label[:-1]
+            else:
+                label = "▸" + left_truncate(item.title, lw - 1)
         segments = [Segment(label, label_style), Segment(" ", base)]
         cells = self.cells
-        glyphs, marked = row_cells(item.row, self.t0, self.ns_per_cell, cells, self._selected[item.index])
+        glyphs, marked = row_cells(item.row, self._abs(self.t0), self.ns_per_cell, cells, self._selected[item.index])
         busy = base + self.get_component_rich_style("timeline--busy")
         selected = base + self.get_component_rich_style("timeline--selected")
         cursor_col = self.cursor_col if is_cursor else -1
@@ -454,16 +475,21 @@ class Timeline(Widget, can_focus=True):
         line = [" "] * cells
         step = max(cells // 4, 12)
         for col in range(0, cells, step):
-            mark = f"|+{format_ns(self.t0 + col * self.ns_per_cell - self.origin)}"
+            if col == 0:
+                mark = f"|{format_offset(self.t0)}"
+            else:
+                mark = f"|+{format_ns(col * self.ns_per_cell)}"
             if col + len(mark) > cells:
                 break
             line[col : col + len(mark)] = list(mark)
+        if 0 <= self.cursor_col < cells:
+            line[self.cursor_col] = "▼"
         return Strip([Segment(head + "".join(line), style)]).crop_extend(0, width, base)
 
     def _status(self, width: int) -> Strip:
         base = self.rich_style
         profile = self.profile
-        at = f"@{format_offset(self.cursor_t - self.origin)}"
+        at = f"@{format_offset(self.cursor_t)}"
         event = self.event_under_cursor() if profile is not None else -1
         if event >= 0 and profile is not None:
             dur = int(profile.end[event] - profile.start[event])

@@ -1,0 +1,145 @@
+"""The timeline pane: lanes grouped by tier, busy cells for a known window, pan/zoom/step keys, Enter → chain."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .conftest import opened
+
+ADD_OP = 33
+"""Event index of the first `aten::add` in cuda_simple_add.json.gz."""
+
+WINDOW = [
+    "50µs/cell            |+19641.323ms |+700µs       |▼1.4ms       |+2.1ms",
+    "▸ [param|cuda] · 19.8s · start +0ns",
+    "── framework dispatch ──────────────────────────────────────────────────────────",
+    "PID:-1002/markers",
+    "…1001/markers/Traces",
+    "▸ramework/TID:563677 ███████████████████████████████████████████████████████████",
+    "                  +1 ███████████████████████████████████████████████████████████",
+    "                  +2 ███████████████████████████████████████████████████████████",
+    "                  +3 ███████████████████████████████████████████████████████████",
+    "…-1000/markers/Spans ███████████████████████████████████████████████████████████",
+    "── runtime ─────────────────────────────────────────────────────────────────────",
+    "…/runtime/TID:563677 ░   ▓░▒██████████████████████████████████████████████▓",
+    "── hardware ────────────────────────────────────────────────────────────────────",
+    "…D:0/device/Stream:7                                                      ░",
+]
+
+
+def lines(widget, count: int) -> list[str]:
+    return [widget.render_line(y).text.rstrip() for y in range(count)]
+
+
+async def focus_timeline_maximized(app, pilot) -> None:
+    await pilot.press("tab")
+    assert app.focused is app.timeline
+    await pilot.press("z")
+    await pilot.pause()
+
+
+async def test_known_window_rows(corpus_dir):
+    """A fixed window of a CUDA trace: ruler, tier headings, Explorer-style labels, shaded busy cells."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await focus_timeline_maximized(app, pilot)
+        timeline = app.timeline
+        timeline.set_window(int(app.profile.start[ADD_OP]) - 100_000, 50_000)
+        await pilot.pause()
+        assert lines(timeline, len(WINDOW)) == WINDOW
+        assert str(timeline.border_title) == "Timeline · +19641.323ms … +19644.273ms · 50µs/cell"
+
+
+async def test_selected_op_instances_are_highlighted(corpus_dir):
+    """After Enter on `aten::add` in the ops table, the cells of its kernel are drawn in the selection style."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        timeline = app.timeline
+        timeline.set_window(int(app.profile.start[ADD_OP]) - 100_000, 50_000)
+        kernel_row = next(k for k, d in enumerate(timeline.display_rows) if d.title == "PID:0/device/Stream:7")
+        strip = timeline._render_row(kernel_row, 80, False)
+        selected = timeline.get_component_rich_style("timeline--selected")
+        busy_segments = [seg for seg in list(strip)[2:] if seg.text.strip(" ")]
+        assert busy_segments and all(seg.style.bold and seg.style.color == selected.color for seg in busy_segments)
+        # a lane with no instance of the op keeps the plain busy style
+        markers_row = next(k for k, d in enumerate(timeline.display_rows) if d.title.endswith("markers/Spans"))
+        plain = [seg for seg in list(timeline._render_row(markers_row, 80, False))[2:] if "█" in seg.text]
+        assert plain and not any(seg.style.bold for seg in plain)
+
+
+async def test_pan_zoom_fit_keys(corpus_dir):
+    """`+`/`-` zoom around the cursor, `h`/`l` pan by an eighth of the window, `0` fits everything."""
+    async with opened(corpus_dir / "cuda_alexnet.json.gz") as (app, pilot):
+        await pilot.press("tab")
+        timeline = app.timeline
+        fitted = (timeline.t0, timeline.ns_per_cell)
+        col = timeline.cursor_col
+        await pilot.press("plus")
+        assert timeline.ns_per_cell == fitted[1] / 2
+        assert timeline.cursor_col == col
+        await pilot.press("plus", "plus", "minus")
+        assert timeline.ns_per_cell == fitted[1] / 4
+        t0 = timeline.t0
+        await pilot.press("l")
+        assert timeline.t0 == t0 + (timeline.cells // 8) * timeline.ns_per_cell
+        await pilot.press("h", "left")
+        assert timeline.t0 == t0 - (timeline.cells // 8) * timeline.ns_per_cell
+        await pilot.press("0")
+        assert (timeline.t0, timeline.ns_per_cell) == fitted
+        assert str(timeline.border_title).startswith("Timeline · +0ns … +43")
+
+
+async def test_next_instance_and_next_event(corpus_dir):
+    """`n`/`N` walk the selected op's instances; `]`/`[` step through the events of the cursor lane."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await pilot.press("down", "down", "enter", "tab")
+        timeline = app.timeline
+        first, second = (int(e) for e in timeline.instances)
+        assert timeline.event_under_cursor() == first
+        await pilot.press("n")
+        assert timeline.event_under_cursor() == second
+        assert "aten::add" in timeline.render_line(1).text
+        await pilot.press("n")
+        assert timeline.event_under_cursor() == first  # wraps around
+        await pilot.press("N")
+        assert timeline.event_under_cursor() == second
+        profile = app.profile
+        await pilot.press("left_square_bracket")
+        before = timeline.event_under_cursor()
+        assert profile.lane[before] == profile.lane[second]
+        assert profile.start[before] <= profile.start[second] and before != second
+        assert profile.name_of(before) in timeline.render_line(1).text
+        await pilot.press("right_square_bracket")
+        assert timeline.event_under_cursor() == second
+        await pilot.press("right_square_bracket")  # the last event of its sub-row: stays
+        assert timeline.event_under_cursor() == second
+
+
+async def test_enter_on_kernel_opens_its_chain(corpus_dir):
+    """Enter on a hardware event shows the chain of the op that launched it."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await pilot.press("tab")
+        profile = app.profile
+        kernel = int(np.nonzero([profile.name_of(i).startswith("void at::native::vectorized") for i in range(len(profile))])[0][0])
+        app.timeline.go_to_event(kernel)
+        await pilot.press("j", "k")  # lane moves keep working around the kernel row
+        app.timeline.go_to_event(kernel)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.chain.event == kernel
+        assert app.chain.chain.root == ADD_OP
+        assert app.chain.text_lines[1].startswith("aten::add")
+
+
+async def test_cpu_capture_lanes(cpu_profile_dir):
+    """A CPU capture: framework dispatch lanes only, labelled instance/PID/framework/TID like Explorer."""
+    run = "naive" if cpu_profile_dir.is_dir() else None
+    async with opened(cpu_profile_dir, size=(100, 30), run=run) as (app, pilot):
+        timeline = app.timeline
+        titles = [d.title for d in timeline.display_rows]
+        assert titles[0] == "framework dispatch"
+        assert "runtime" not in titles and "hardware" not in titles
+        assert any("/framework/TID:" in t for t in titles)
+        text = "\n".join(lines(timeline, timeline.size.height))
+        assert "── framework dispatch ──" in text
+        assert "█" in text
