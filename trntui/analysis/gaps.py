@@ -213,6 +213,11 @@ def gap_report(profile: Profile, *, window: tuple[int, int] | None = None, top: 
             if lg is not None:
                 lanes.append(lg)
     device = _lane_gaps(profile, all_hw, -1, "all hardware lanes", window, top) if len(all_hw) else None
+    if device is not None:
+        inside = all_hw
+        if window is not None:
+            inside = all_hw[(profile.end[all_hw] > window[0]) & (profile.start[all_hw] < window[1])]
+        device.executions = merged_count(profile, inside)  # LNC per-core copies once
     report = GapReport(lanes, device, profile.span[0])
     profile.cache[key] = report
     return report
@@ -239,10 +244,14 @@ def device_dispatches(profile: Profile) -> int:
     """Operator executions that reached the device, with LNC per-physical-core duplicates merged.
 
     Kernels count one each. A Neuron execution shows up once per physical core of its logical core (lanes
-    `NC<l>:<p>` with the same `l`); copies with the same name on the same logical core that overlap in time
-    are one execution (the merged interval `[min start, max end]`, neuron-formats.md §11).
+    `NC<l>:<p>` with the same `l`, neuron-formats.md §11): per logical core and event name, the count of the
+    physical core with the most executions is the number of executions.
     """
-    ev = dispatch_events(profile)
+    return merged_count(profile, dispatch_events(profile))
+
+
+def merged_count(profile: Profile, ev: np.ndarray) -> int:
+    """Number of executions among hardware events `ev`, per-physical-core copies (LNC) counted once."""
     if len(ev) == 0:
         return 0
     logical: dict[int, tuple[str, str]] = {}
@@ -253,17 +262,18 @@ def device_dispatches(profile: Profile) -> int:
     if not logical:
         return int(len(ev))
     count = 0
-    groups: dict[tuple, list[int]] = {}
-    for i in ev.tolist():
-        lk = logical.get(int(profile.lane[i]))
+    per_core: dict[tuple, dict[int, int]] = {}
+    for i, ln in zip(ev.tolist(), profile.lane[ev].tolist()):
+        lk = logical.get(int(ln))
         if lk is None:
             count += 1
             continue
-        groups.setdefault((lk, int(profile.name[i])), []).append(i)
-    for members in groups.values():
-        idx = np.asarray(members, np.int64)
-        ms, _, _, _ = merge_intervals(profile.start[idx], profile.end[idx], join_touching=False)
-        count += len(ms)
+        cores = per_core.setdefault((lk, int(profile.name[i])), {})
+        cores[int(ln)] = cores.get(int(ln), 0) + 1
+    # every execution of a logical core runs on each of its physical cores: the busiest core's count is the
+    # number of executions (robust to clock skew between cores and to a copy dropped on one core)
+    for cores in per_core.values():
+        count += max(cores.values())
     return count
 
 

@@ -85,13 +85,18 @@ def discover(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
     for p in paths:
         runs = find_runs(Path(p))
         orders = [_manifest_order(r) for r in runs]
+        if len(runs) > 1 and not all(o is not None for o in orders):
+            orders = _builtin_order(runs)
         if len(runs) > 1 and all(o is not None for o in orders):
             runs = [r for _, r in sorted(zip(orders, runs), key=lambda x: x[0])]
-        for r in runs:
+        variants = [_variant(r) for r in runs]
+        use_variants = len(runs) > 1 and all(variants) and len(set(variants)) == len(variants)
+        for r, v in zip(runs, variants):
+            short = v if use_variants else r.name
             if len(paths) == 1 or len(runs) == 1:
-                name = r.name if len(runs) > 1 else _path_name(Path(p), r)
+                name = short if len(runs) > 1 else _path_name(Path(p), r)
             else:
-                name = f"{Path(p).name}/{r.name}"
+                name = f"{Path(p).name}/{short}"
             found.append((name, r))
     if len(found) < 2:
         where = ", ".join(str(p) for p in paths)
@@ -107,6 +112,30 @@ def discover(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
             seen[name] = 1
         out.append((name, r))
     return out
+
+
+def _variant(run: Any) -> str:
+    """The manifest's variant name (`trntui profile` and the bundled samples write one), or ``."""
+    v = (getattr(run, "manifest", None) or {}).get("variant")
+    return v if isinstance(v, str) and v else ""
+
+
+def _builtin_order(runs: Sequence[Any]) -> list[float | None]:
+    """Order variants of a built-in workload as the workload lists them (naive, fused, compiled) when the
+    manifests name variants but carry no order."""
+    variants = [_variant(r) for r in runs]
+    if not all(variants):
+        return [None] * len(runs)
+    try:
+        import trntui.capture.builtins  # noqa: F401 - registers the built-ins (no torch import)
+        from trntui.capture.workloads import BUILTINS
+    except Exception:  # noqa: BLE001 - ordering is a nicety
+        return [None] * len(runs)
+    for info in BUILTINS.values():
+        known = list(getattr(info, "variants", ()))
+        if set(variants) <= set(known):
+            return [float(known.index(v)) for v in variants]
+    return [None] * len(runs)
 
 
 def _path_name(path: Path, run: Any) -> str:
