@@ -134,6 +134,12 @@ def _walk_down(profile: Profile, links: Links, hop: Hop, out: list[list[Hop]], p
     succ = []
     for e in hop.events:
         succ.extend((s, r) for s, r in links.successors(e) if s not in seen)
+    if len(succ) > 1:
+        # one edge per successor (e.g. an External id link and a Neuron flow between the same two events)
+        first: dict[int, int] = {}
+        for s, r in succ:
+            first.setdefault(s, r)
+        succ = list(first.items())
     if not succ:
         if path:
             out.append(list(path))

@@ -236,11 +236,15 @@ def scan(path: Path) -> Layout:
         pid_dirs.append(d)
         inst, pid = m.group("inst"), int(m.group("pid"))
         leaves = []
-        if _session_files(tree.get(d, [])):
-            leaves.append((d, ""))
         for sub in sorted(p for p in tree if p.parent == d and p not in export_dirs):
             if _session_files(tree.get(sub, [])):
                 leaves.append((sub, sub.name))
+        own = tree.get(d, [])
+        # the _pid_ dir is a session itself unless all it holds is the framework trace of its <timestamp> session
+        if _session_files(own) and (
+            not leaves or any(f.kind not in ("framework trace", "mapping") for f in own if _session_files([f]))
+        ):
+            leaves.insert(0, (d, ""))
         if not leaves:
             s = Session(dir=d, instance=inst, pid=pid, pid_dir=d)
             s.problems.append("empty directory: no trace, system trace or device trace files")
@@ -389,7 +393,7 @@ def _ranks_and_names(root: Path, sessions: list[Session]) -> None:
             if s.rank is None and s.pid is not None:
                 while nxt in taken:
                     nxt += 1
-                s.rank, s.rank_source = nxt, "process-id order (no rank recorded)"
+                s.rank, s.rank_source = nxt, "process-id order; no rank recorded"
                 taken.add(nxt)
         pid_count: dict[Any, int] = {}
         for s in members:
@@ -432,6 +436,8 @@ def _check(s: Session) -> None:
         )
     if not s.exports and not s.raw and s.framework:
         s.problems.append("no Neuron system trace (ntrace.pb) or Explorer export: framework rows only")
+    if s.exports and "system trace" not in kinds:
+        s.problems.append("raw system-trace files (ntrace.pb, trace_info.pb) are not here; the Explorer export is used")
     neffs: dict[str, str] = {}
     for f in s.files:
         if f.kind == "neff":

@@ -64,41 +64,35 @@ def _pyarrow():
     return pa, pq
 
 
-def read_table(files: list[Path]) -> Any:
-    """One pyarrow Table from the split parts (schemas unified: missing columns become nulls)."""
-    pa, pq = _pyarrow()
+def read_tables(files: list[Path]) -> list[Any]:
+    """The split parts as pyarrow Tables (each keeps its own schema: parts may drift, e.g. ids as strings)."""
+    _pa, pq = _pyarrow()
     tables = []
     for f in files:
         try:
             tables.append(pq.read_table(f))
         except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for damaged files
             raise LoadError(f, f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
-    if len(tables) == 1:
-        return tables[0]
-    try:
-        return pa.concat_tables(tables, promote_options="permissive")
-    except (TypeError, ValueError, pa.ArrowInvalid):
-        # very old pyarrow or incompatible types: go through Python rows
-        return pa.Table.from_pylist([r for t in tables for r in t.to_pylist()])
+    return tables
 
 
 def read_records(directory: Path, table: str) -> list[dict[str, Any]] | None:
-    """Rows of one table as dicts, or None when the table is absent."""
+    """Rows of one table (all parts) as dicts, or None when the table is absent."""
     files = table_files(directory, table)
     if not files:
         return None
-    return read_table(files).to_pylist()
+    return [r for t in read_tables(files) for r in t.to_pylist()]
 
 
 def read_system_rows(directory: Path) -> SystemRows:
     files = table_files(directory, EVENTS)
     if not files:
         raise LoadError(directory, f"no {EVENTS}*.parquet in this directory")
-    table = read_table(files)
-    notes = []
-    if "name" not in table.column_names or not ({"start_ts", "timestamp"} & set(table.column_names)):
-        raise LoadError(files[0], f"{EVENTS} has no name/start_ts columns (columns: {', '.join(table.column_names)})")
-    return rows_from_records(table.to_pylist(), notes)
+    tables = read_tables(files)
+    columns = set().union(*(t.column_names for t in tables))
+    if "name" not in columns or not ({"start_ts", "timestamp"} & columns):
+        raise LoadError(files[0], f"{EVENTS} has no name/start_ts columns (columns: {', '.join(sorted(columns))})")
+    return rows_from_records([r for t in tables for r in t.to_pylist()])
 
 
 def load_parquet_export(

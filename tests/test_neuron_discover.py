@@ -1,0 +1,212 @@
+"""Discovery of Neuron profile layouts (neuron-formats.md §3) and `trntui info`.
+
+Layouts are built in temporary directories from the synthetic generator; binary files (.pb, .ntff, .neff) are
+placeholders: trntui never parses them, it only detects, pairs and reports them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from trntui.analysis.key_averages import key_averages
+from trntui.cli import main
+from trntui.commands.info import describe
+from trntui.loaders import find_runs, load_run
+from trntui.loaders.neuron_discover import find_neuron_runs, scan
+
+REPO = Path(__file__).resolve().parents[1]
+INST = "i-0a1b2c3d4e5f60718"
+
+
+def _generator():
+    name = "make_neuron_samples"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def _touch(path: Path, data: bytes = b"\x0a\x02pb") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def _mul_device_us(run) -> float:
+    table = key_averages(load_run(run))
+    return float(table.self_device_time_total[table.find("aten::mul")])
+
+
+def test_timestamp_layout_with_export_beside(tmp_path: Path) -> None:
+    gen = _generator()
+    vdir = gen.write_variant(tmp_path, "naive")
+    runs = find_neuron_runs(vdir)
+    assert [r.name for r in runs] == ["rank0 (i-0a1b2c3d4e5f60718_pid_51001)"]
+    assert runs[0].framework_traces[0].name == "trace.json"
+    assert runs[0].root.name == gen.TIMESTAMP_DIR
+    assert _mul_device_us(runs[0]) == pytest.approx(1164.5)
+
+
+def test_no_timestamp_level_export_inside(tmp_path: Path) -> None:
+    gen = _generator()
+    cap = gen.build_capture("naive")
+    pid_dir = tmp_path / "out" / f"{INST}_pid_{cap.pid}"
+    gen.write_trace(cap, pid_dir / "trace.json")
+    gen.write_parquet_export(cap, pid_dir / "parquet")
+    runs = find_runs(tmp_path / "out")
+    assert len(runs) == 1 and runs[0].root == pid_dir
+    assert _mul_device_us(runs[0]) == pytest.approx(1164.5)
+
+
+def test_path_is_the_timestamp_dir(tmp_path: Path) -> None:
+    gen = _generator()
+    vdir = gen.write_variant(tmp_path, "fused")
+    cap = gen.build_capture("fused")
+    ts = vdir / f"{INST}_pid_{cap.pid}" / gen.TIMESTAMP_DIR
+    gen.write_parquet_export(cap, ts / "explorer")  # export inside the session this time
+    runs = find_runs(ts)
+    assert len(runs) == 1
+    table = key_averages(load_run(runs[0]))
+    assert table.self_device_time_total[table.find("aten::_fused_rms_norm")] == pytest.approx(403.3)
+
+
+def test_inspect_layout_pairs_neff_and_ntff(tmp_path: Path) -> None:
+    d = tmp_path / "out" / f"{INST}_pid_98399"
+    h = "14382885777943380728"
+    for vnc in range(2):
+        _touch(d / f"{h}_instid_0_vnc_{vnc}.ntff", b"NTFF" * 10)
+    _touch(d / f"{h}_instid_0_vnc_2.ntff", b"")
+    _touch(d / f"neff_{h}.neff", b"NEFF")
+    _touch(d / "123_vnc_0.ntff", b"NTFF")  # its NEFF stayed in the compiler cache
+    for pb in ("ntrace.pb", "trace_info.pb", "cpu_util.pb", "host_mem.pb"):
+        _touch(d / pb)
+    layout = scan(tmp_path / "out")
+    (s,) = layout.sessions
+    assert s.pid == 98399 and s.instance == INST and s.raw and s.timestamp == ""
+    assert (f"{h}_instid_0_vnc_0.ntff", f"neff_{h}.neff") in s.pairs
+    assert any("0 bytes" in p for p in s.problems)
+    assert any("neff_123.neff is missing" in p and "neff_cache" in p for p in s.problems)
+    assert any("no framework trace" in p for p in s.problems)
+
+
+def test_vllm_layout_with_sibling_neffs(tmp_path: Path) -> None:
+    root = tmp_path / "neuron_profiles"
+    ts = root / f"{INST}_pid_700" / "20261130_101010_123"
+    for name in ("profile_nc_0_session_0.ntff", "ntrace.pb", "trace_info.pb"):
+        _touch(ts / name)
+    # without vLLM's neffs/ directory the session-mode NTFF cannot be read: say where the NEFFs went
+    (s,) = scan(root).sessions
+    assert s.timestamp == "20261130_101010_123"
+    assert any("neff_cache" in p for p in s.problems)
+    _touch(root / "neffs" / "graph_abc123.neff", b"NEFF")
+    (s,) = scan(root).sessions
+    assert any(f.path.name == "graph_abc123.neff" for f in s.files)
+    assert not any("neff_cache" in p for p in s.problems)
+
+
+def _two_ranks(tmp_path: Path, names: tuple[str, str] = ("trace.json", "trace.json")) -> Path:
+    """Two ranks of one job (pids 100, 200) and one Parquet export of the whole job beside them."""
+    gen = _generator()
+    out = tmp_path / "profile_output"
+    caps = []
+    for rank, (pid, fname) in enumerate(zip((100, 200), names)):
+        cap = gen.build_capture("naive", pid=pid, rank=rank)
+        gen.write_trace(cap, out / f"{INST}_pid_{pid}" / "20261130_120000_000" / fname)
+        _touch(out / f"{INST}_pid_{pid}" / "20261130_120000_000" / "ntrace.pb")
+        _touch(out / f"{INST}_pid_{pid}" / "20261130_120000_000" / "trace_info.pb")
+        caps.append(cap)
+    merged = caps[0]
+    merged.events = caps[0].events + caps[1].events
+    gen.write_parquet_export(merged, tmp_path / "profile_output" / "explorer_parquet")
+    return out
+
+
+def test_several_ranks_one_run_each(tmp_path: Path) -> None:
+    out = _two_ranks(tmp_path)
+    runs = find_runs(out)
+    assert [r.name for r in runs] == [f"rank0 ({INST}_pid_100)", f"rank1 ({INST}_pid_200)"]
+    for run, pid in zip(runs, (100, 200)):
+        profile = load_run(run)
+        pids = {lane.pid for lane in profile.lanes if lane.subsystem in ("neuron_rt", "neuron_hw")}
+        assert pids == {pid}  # the shared export was filtered per rank
+        assert key_averages(profile).sum_self_device == pytest.approx(2354.9)
+        assert any("kept the rows of process" in n for n in profile.meta.notes)
+
+
+def test_rank_from_framework_trace_name(tmp_path: Path) -> None:
+    out = _two_ranks(tmp_path, ("neuron_framework_trace_rank_3.json", "pytorch_trace.json"))
+    layout = scan(out)
+    ranks = {s.pid: (s.rank, s.rank_source) for s in layout.sessions}
+    assert ranks[100] == (3, "neuron_framework_trace_rank_3.json")
+    assert ranks[200][0] == 1  # distributedInfo.rank inside pytorch_trace.json
+    assert [r.name for r in find_runs(out)] == [f"rank1 ({INST}_pid_200)", f"rank3 ({INST}_pid_100)"]
+
+
+def test_framework_trace_in_pid_dir_above_timestamp(tmp_path: Path) -> None:
+    gen = _generator()
+    cap = gen.build_capture("naive")
+    pid_dir = tmp_path / f"{INST}_pid_{cap.pid}"
+    gen.write_trace(cap, pid_dir / "trace.json")
+    _touch(pid_dir / "20261130_120000_000" / "ntrace.pb")
+    _touch(pid_dir / "20261130_120000_000" / "trace_info.pb")
+    (s,) = scan(tmp_path).sessions
+    assert s.dir.name == "20261130_120000_000"
+    assert [p.name for p in s.framework] == ["trace.json"]
+
+
+def test_not_neuron_falls_through(tmp_path: Path) -> None:
+    trace = tmp_path / "run1" / "trace.json"
+    trace.parent.mkdir()
+    trace.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "cat": "cpu_op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
+    assert find_neuron_runs(tmp_path) == []
+    assert [r.name for r in find_runs(tmp_path)] == ["run1"]
+
+
+def test_neuron_and_plain_traces_side_by_side(tmp_path: Path) -> None:
+    gen = _generator()
+    gen.write_variant(tmp_path, "naive")
+    plain = tmp_path / "cpu_run" / "trace.json"
+    plain.parent.mkdir()
+    plain.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "cat": "cpu_op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
+    names = [r.name for r in find_runs(tmp_path)]
+    assert names == ["cpu_run", f"rank0 ({INST}_pid_51001)"]
+
+
+def test_info_lists_every_rank(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = _two_ranks(tmp_path)
+    assert main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Neuron profile, 2 sessions" in text
+    assert f"rank0 ({INST}_pid_100)" in text and f"rank1 ({INST}_pid_200)" in text
+    assert "ntrace.pb" in text and "not read directly" in text
+    assert "explorer_parquet/" in text
+    doc = describe(str(out))
+    assert [s["rank"] for s in doc["sessions"]] == [0, 1]
+    assert all(any("framework trace" in r for r in s["reads"]) for s in doc["sessions"])
+    assert main(["info", str(out), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "neuron"
+
+
+def test_info_reports_missing_neffs_and_the_sample_is_synthetic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    d = tmp_path / f"{INST}_pid_5"
+    _touch(d / "42_vnc_0.ntff", b"NTFF")
+    _touch(d / "ntrace.pb")
+    assert main(["info", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "neff_42.neff is missing" in text
+    assert "trace_info.pb" in text  # Explorer needs it too
+    assert main(["info", str(REPO / "sample_profiles" / "neuron" / "naive")]) == 0
+    assert "SYNTHETIC" in capsys.readouterr().out
+
+
+def test_empty_pid_dir_is_reported_not_fatal(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / f"{INST}_pid_9").mkdir()
+    assert main(["info", str(tmp_path)]) == 0
+    assert "empty directory" in capsys.readouterr().out

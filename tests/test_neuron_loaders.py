@@ -1,0 +1,206 @@
+"""Parquet and JSON system-trace loaders, schema drift, merging with trace.json on one clock, and links."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from trntui.analysis.chains import follow
+from trntui.analysis.key_averages import key_averages
+from trntui.loaders import find_runs, load_profile, load_run
+from trntui.loaders.neuron_json import load_json_export, read_json_rows
+from trntui.loaders.neuron_parquet import load_parquet_export
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import Tier
+
+REPO = Path(__file__).resolve().parents[1]
+INST = "i-0a1b2c3d4e5f60718"
+NAIVE = {"aten::mul": 1164.5, "aten::add": 434.6, "aten::rsqrt": 415.0, "aten::mean": 340.8}
+
+
+def _generator():
+    name = "make_neuron_samples"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def _device(profile) -> dict[str, float]:
+    t = key_averages(profile)
+    return {n: float(t.self_device_time_total[t.find(n)]) for n in NAIVE if t.find(n) >= 0}
+
+
+def _layout(tmp_path: Path, cap, export: str = "parquet") -> Path:
+    gen = _generator()
+    ts = tmp_path / "v" / f"{cap.instance}_pid_{cap.pid}" / gen.TIMESTAMP_DIR
+    gen.write_trace(cap, ts / "trace.json")
+    if export == "parquet":
+        gen.write_parquet_export(cap, tmp_path / "v" / "explorer_parquet")
+    else:
+        gen.write_json_export(cap, tmp_path / "v" / "explorer_json" / "system_profile.json")
+    return tmp_path / "v"
+
+
+def test_parquet_lanes_and_duplicates() -> None:
+    profile = load_profile(REPO / "sample_profiles" / "neuron" / "naive")
+    labels = {lane.label: lane.tier for lane in profile.lanes}
+    pfx = f"{INST}/PID:51001"
+    assert labels[f"{pfx}/framework/TID:51001"] == Tier.DISPATCH
+    assert labels[f"{pfx}/framework/Stream:0"] == Tier.DEVICE
+    assert labels[f"{pfx}/neuron_rt/NC:0"] == Tier.RUNTIME
+    assert labels[f"{pfx}/neuron_hw/NC0:0"] == Tier.HARDWARE and labels[f"{pfx}/neuron_hw/NC0:1"] == Tier.HARDWARE
+    names = [profile.name_of(i) for i in range(len(profile))]
+    assert names.count("nc_exec_running") == 12  # 6 executions x 2 physical cores, all kept on the timeline
+    assert names.count("aten::mul") == 3  # the system trace's copies of trace.json ops were dropped
+    assert any("dropped 7 framework event(s)" in n for n in profile.meta.notes)
+    # ns clock: system rows are absolute Unix ns like the converted Kineto rows
+    i = names.index("nrta_execute_schedule")
+    assert int(profile.start[i]) > 1_796_040_000_000_000_000
+    args = profile.args(names.index("nc_exec_running"))
+    assert args["model_id"] == 10001 and args["exec_id"] == 1 and args["flow_id"]
+    info = profile.meta.trace_meta["neuron"][0]
+    assert info["profile_schema_version"] == "7.4.0"
+    assert info["host_samples"]["cpu_usage"]["samples"] == 2
+    assert info["system_profile_metadata"]["first_ts_ns"].isdigit()
+
+
+def test_json_export_gives_the_same_table(tmp_path: Path) -> None:
+    cap = _generator().build_capture("naive")
+    root = _layout(tmp_path, cap, export="json")
+    (run,) = find_runs(root)
+    assert _device(load_run(run)) == pytest.approx(NAIVE)
+
+
+def test_json_shapes_profiler2_and_live_fetch(tmp_path: Path) -> None:
+    big = 1729888371056597613  # > 2^53: must stay exact
+    p2 = tmp_path / "p2.json"
+    p2.write_text(json.dumps([
+        {"Neuron_Runtime_API_Event": {"duration": 27094, "group": "nrt-nc-000", "id": 1, "instance_id": "i-1",
+                                      "lnc_idx": "0", "name": "nrt_tensor_write", "process_id": "1627711",
+                                      "thread_id": 1627711, "timestamp": big, "type": 11}},
+        {"Framework_Event": {"group": "framework-80375131", "name": "PjitFunction(matmul)", "process_id": "1627711",
+                             "thread_id": 7, "timestamp": big - 5000, "duration": 90000, "type": 99999}},
+        {"mem_usage": {"timestamp": big, "used": 1}},
+    ]))
+    rows, _ = read_json_rows(p2)
+    assert rows.name == ["nrt_tensor_write", "PjitFunction(matmul)"]
+    assert int(rows.start[0]) == big and int(rows.end[0]) == big + 27094
+    assert rows.source == ["neuron_rt", "framework"] and int(rows.nc[0]) == 0 and int(rows.pid[0]) == 1627711
+    live = tmp_path / "live.json"
+    live.write_text(json.dumps({"events": [
+        {"event_type": "nc_exec_running", "phase": "start", "tracking_id": 17, "nc_idx": 0, "timestamp_ns": big,
+         "data": {"exec_id": 3, "device_core_idx": 4}},
+        {"event_type": "nc_exec_running", "phase": "stop", "tracking_id": 17, "nc_idx": 0, "timestamp_ns": big + 200000},
+        {"event_type": "nrt_execute", "phase": "start", "tracking_id": 18, "nc_idx": 0, "timestamp_ns": big},
+    ]}))
+    rows, _ = read_json_rows(live)
+    assert rows.name == ["nc_exec_running"] and rows.source == ["neuron_hw"]
+    assert int(rows.end[0] - rows.start[0]) == 200000 and int(rows.pcore[0]) == 4
+    b = ProfileBuilder()
+    load_json_export(live, b)
+    profile = b.finish()
+    assert profile.lane_of(0).label == "PID:-1/neuron_hw/NC0:4"
+    assert any("not events skipped" in n for n in profile.meta.notes)
+
+
+def test_parquet_schema_drift(tmp_path: Path) -> None:
+    """Split tables with different schemas, string ids beyond 2^53, no end_ts, flow_id as a JSON string, no
+    pcore_idx column (device_core_idx in extra_attributes_json instead), unknown MAJOR version."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gen = _generator()
+    cap = gen.build_capture("naive")
+    root = _layout(tmp_path, cap)
+    exp = root / "explorer_parquet"
+    (exp / "SystemProfileEvents.parquet").unlink()
+    rows = sorted(cap.events, key=lambda r: r["start_ts"])
+    half = len(rows) // 2
+    part0 = [{"id": str(r["id"] + (1 << 60)), "name": r["name"], "start_ts": r["start_ts"], "duration_ns": r["duration_ns"],
+              "trace_event_source": r["trace_event_source"], "instance_id": r["instance_id"],
+              "process_id": str(r["process_id"]), "thread_id": r["thread_id"], "nc_idx": r["nc_idx"],
+              "flow_id": json.dumps(r["flow_id"]) if r["flow_id"] else None,
+              "framework_stream_id": r["framework_stream_id"],
+              "extra_attributes_json": r["extra_attributes_json"]} for r in rows[:half]]
+    pq.write_table(pa.Table.from_pylist(part0), exp / "SystemProfileEvents_0.parquet")
+    part1 = [dict(r, new_column_in_v13="x") for r in rows[half:]]
+    pq.write_table(pa.Table.from_pylist(part1), exp / "SystemProfileEvents_1.parquet")
+    pq.write_table(pa.Table.from_pylist([{"profile_schema_version": "13.0.0"}]), exp / "Metadata.parquet")
+    (run,) = find_runs(root)
+    profile = load_run(run)
+    assert _device(profile) == pytest.approx(NAIVE)
+    assert any("13.0.0" in n and "newer" in n for n in profile.meta.notes)
+
+
+def test_missing_optional_columns(tmp_path: Path) -> None:
+    """Only name/start_ts/end_ts/trace_event_source: rows load (no links, so no device time)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cap = _generator().build_capture("fused")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    minimal = [{k: r[k] for k in ("name", "start_ts", "end_ts")} for r in cap.events]
+    pq.write_table(pa.Table.from_pylist(minimal), exp / "SystemProfileEvents.parquet")
+    b = ProfileBuilder()
+    load_parquet_export(exp, b)
+    profile = b.finish()
+    tiers = {profile.name_of(i): profile.lane_of(i).tier for i in range(len(profile))}
+    assert tiers["nc_exec_running"] == Tier.HARDWARE and tiers["nrta_execute_schedule"] == Tier.RUNTIME
+    assert profile.meta.backend == "NEURON"
+
+
+def test_misaligned_clock_is_reported(tmp_path: Path) -> None:
+    gen = _generator()
+    cap = gen.build_capture("naive")
+    cap.trace["baseTimeNanoseconds"] = 0  # a trace.json whose base was lost: µs from 0, far from Unix time
+    root = _layout(tmp_path, cap)
+    profile = load_run(find_runs(root)[0])
+    assert any("do not overlap in time" in n for n in profile.meta.notes)
+    assert not any("dropped" in n for n in profile.meta.notes)
+
+
+def test_privateuse1_rows_in_trace_json(tmp_path: Path) -> None:
+    """trace.json with privateuse1_driver rows (External id): the system trace's Stream rows are duplicates,
+    the chain goes op -(External id)-> driver row -(flow)-> nrta_execute_schedule -> nc_exec_running."""
+    cap = _generator().build_capture("naive", privateuse1_rows=True)
+    root = _layout(tmp_path, cap)
+    profile = load_run(find_runs(root)[0])
+    assert any("dropped 13 framework event(s)" in n for n in profile.meta.notes)
+    assert _device(profile) == pytest.approx(NAIVE)
+    i = next(k for k in range(len(profile)) if profile.name_of(k) == "aten::mean")
+    chain = follow(profile, i)
+    (branch,) = chain.branches
+    assert [h.name for h in branch] == ["aten::mean.dim", "nrta_execute_schedule", "nc_exec_running"]
+    assert branch[0].rule == "External id" and branch[0].tier == Tier.DEVICE
+    assert profile.cat_of(branch[0].events[0]) == "privateuse1_driver"
+
+
+def test_sequence_id_links_without_flows(tmp_path: Path) -> None:
+    """No flow_id below the framework device event: nrt_sequence_id links it to the runtime execution and the
+    hardware rows, and framework device events reach their op by time containment."""
+    cap = _generator().build_capture("naive")
+    for r in cap.events:
+        if r["trace_event_source"] == "framework" and r["framework_stream_id"] is None:
+            continue  # keep the op copies (dropped as duplicates anyway)
+        extra = json.loads(r["extra_attributes_json"] or "{}")
+        if r["name"] == "nc_exec_running":
+            extra["nrt_sequence_id"] = 500 + extra["exec_id"]
+        r["extra_attributes_json"] = json.dumps(extra)
+        r["flow_id"] = None
+    root = _layout(tmp_path, cap)
+    profile = load_run(find_runs(root)[0])
+    assert _device(profile) == pytest.approx(NAIVE)
+    t = key_averages(profile)
+    assert "nrt_sequence_id" in t.device_time_source
+    i = next(k for k in range(len(profile)) if profile.name_of(k) == "aten::rsqrt")
+    (branch,) = follow(profile, i).branches
+    assert [h.rule for h in branch] == ["time containment", "nrt_sequence_id", "nrt_sequence_id"]
+    assert branch[-1].cores == 2

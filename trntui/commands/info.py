@@ -1,0 +1,190 @@
+"""`trntui info PATH`: what a profile directory holds — ranks, files, sizes, what trntui can read, what is missing.
+
+Reads only directory listings and file heads (no trace is loaded), so it is instant on large captures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "info",
+        help="list what a profile directory holds (ranks, files, readable or not, what is missing)",
+        description="Describe a trace file or profile directory without loading it: Neuron sessions (one per "
+        "rank), framework traces, system traces, Explorer exports, NEFF/NTFF pairs, and what is missing.",
+    )
+    p.add_argument("path", help="trace file or profile directory")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def describe(path_str: str) -> dict[str, Any]:
+    from pathlib import Path
+
+    from trntui.errors import LoadError
+    from trntui.loaders.discover import find_runs
+    from trntui.loaders.neuron_convert import cached_export, find_tool, manual_command
+    from trntui.loaders.neuron_discover import scan
+
+    path = Path(path_str)
+    if not path.exists():
+        raise LoadError(path, "no such file or directory")
+    doc: dict[str, Any] = {"path": str(path), "kind": "generic", "sessions": [], "runs": []}
+    if path.is_file():
+        doc["kind"] = "file"
+        doc["runs"] = [{"name": path.name, "files": [{"path": path.name, "size": path.stat().st_size}]}]
+        return doc
+
+    def rel(p: Path) -> str:
+        try:
+            r = str(p.relative_to(path))
+            return r if r != "." else "."
+        except ValueError:
+            return str(p)
+
+    layout = scan(path)
+    tool = find_tool()
+    doc["converter"] = tool[1] if tool else None
+    if layout.is_neuron:
+        doc["kind"] = "neuron"
+        for s in layout.sessions:
+            entry: dict[str, Any] = {
+                "name": s.name,
+                "dir": rel(s.dir),
+                "instance": s.instance or None,
+                "pid": s.pid,
+                "rank": s.rank,
+                "rank_source": s.rank_source or None,
+                "timestamp": s.timestamp or None,
+                "files": [
+                    {"path": rel(f.path), "kind": f.kind, "size": f.size, "readable": f.readable, "note": f.note}
+                    for f in s.files
+                ],
+                "exports": [{"path": rel(e.path), "format": e.format, "size": e.size} for e in s.exports],
+                "ntff_neff_pairs": [list(p) for p in s.pairs],
+                "problems": list(s.problems),
+            }
+            reads = [f"{rel(p)} (framework trace)" for p in s.framework]
+            if s.exports:
+                e = s.exports[0]
+                reads.append(f"{rel(e.path)} (Explorer {e.format} export: runtime + hardware rows)")
+            elif s.raw:
+                hit = cached_export(s.dir)
+                if hit:
+                    reads.append(f"{hit[0]} (cached conversion of the raw files)")
+                elif tool:
+                    reads.append(f"raw files, converted on open with {tool[0]} into the trntui cache")
+                else:
+                    entry["convert_command"] = manual_command(s.dir)
+                    entry["problems"].append(
+                        "only raw .pb/.ntff system/device files and neuron-explorer is not installed here; run on the "
+                        f"Trn host: {manual_command(s.dir)}"
+                    )
+            entry["reads"] = reads
+            doc["sessions"].append(entry)
+        doc["other_traces"] = [rel(p) for p in layout.other_traces]
+        manifest = None
+        runs = []
+        try:
+            runs = find_runs(path)
+        except LoadError:
+            pass
+        for r in runs:
+            if r.manifest:
+                manifest = r.manifest
+                break
+        if manifest:
+            doc["manifest"] = {k: manifest.get(k) for k in ("variant", "label", "synthetic", "note") if k in manifest}
+        return doc
+    runs = find_runs(path)
+    for r in runs:
+        doc["runs"].append(
+            {
+                "name": r.name,
+                "dir": rel(r.root),
+                "files": [{"path": rel(p), "size": p.stat().st_size} for p in r.framework_traces],
+                "synthetic": bool(r.manifest.get("synthetic")) if r.manifest else False,
+            }
+        )
+    return doc
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    from trntui.textsafe import safe_text as st
+
+    out: list[str] = []
+    if doc["kind"] == "neuron":
+        n = len(doc["sessions"])
+        out.append(f"{st(doc['path'])}: Neuron profile, {n} session{'s' if n != 1 else ''} (one per rank/process)")
+        m = doc.get("manifest")
+        if m and m.get("synthetic"):
+            out.append(f"  SYNTHETIC: {st(m.get('note') or 'generated sample, not a hardware capture')}")
+        for s in doc["sessions"]:
+            out.append("")
+            out.append(f"{st(s['name'])}  [{st(s['dir'])}]")
+            facts = []
+            if s["instance"]:
+                facts.append(f"instance {st(s['instance'])}")
+            if s["pid"] is not None:
+                facts.append(f"pid {s['pid']}")
+            if s["rank"] is not None:
+                facts.append(f"rank {s['rank']} ({st(s['rank_source'])})")
+            if s["timestamp"]:
+                facts.append(f"session {st(s['timestamp'])}")
+            if facts:
+                out.append("  " + ", ".join(facts))
+            rows = [(f["path"], human_size(f["size"]), f["kind"], "readable" if f["readable"] else "not read directly", f["note"])
+                    for f in s["files"]]
+            rows += [(e["path"] + ("/" if e["format"] == "parquet" else ""), human_size(e["size"]), f"{e['format']} export",
+                      "readable", "Neuron Explorer output") for e in s["exports"]]
+            if rows:
+                out.append("  files:")
+                w = max(len(r[0]) for r in rows)
+                for r in rows:
+                    note = f"  ({st(r[4])})" if r[4] else ""
+                    out.append(f"    {st(r[0]).ljust(w)}  {r[1]:>9}  {r[2]:<16} {r[3]}{note}")
+            for ntff, neff in s["ntff_neff_pairs"]:
+                out.append(f"  pair: {st(ntff)} <-> {st(neff)}")
+            if s["reads"]:
+                out.append("  trntui reads: " + "; ".join(st(x) for x in s["reads"]))
+            else:
+                out.append("  trntui reads: nothing yet")
+            for p in s["problems"]:
+                out.append(f"  missing/warning: {st(p)}")
+        if doc.get("other_traces"):
+            out.append("")
+            out.append("other traces (not part of a Neuron session): " + ", ".join(st(p) for p in doc["other_traces"]))
+        return "\n".join(out) + "\n"
+    if doc["kind"] == "file":
+        r = doc["runs"][0]
+        return f"{st(doc['path'])}: trace file, {human_size(r['files'][0]['size'])}\n"
+    n = len(doc["runs"])
+    out.append(f"{st(doc['path'])}: {n} run{'s' if n != 1 else ''} (framework traces only; no Neuron system trace)")
+    for r in doc["runs"]:
+        files = ", ".join(f"{st(f['path'])} ({human_size(f['size'])})" for f in r["files"])
+        out.append(f"  {st(r['name'])}{'  [synthetic]' if r.get('synthetic') else ''}: {files}")
+    return "\n".join(out) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    doc = describe(args.path)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
+    else:
+        sys.stdout.write(render_text(doc))
+    return 0
