@@ -1,0 +1,276 @@
+"""The Neuron capture path against a stand-in `torch_neuronx` (no Trainium here) — issue 4.
+
+The fakes record how trntui builds the profiler: activities CPU + PrivateUse1, `NeuronConfig(modes=[DEVICE,
+RUNTIME], profile_output_dir=..., capture_enabled_for_nc=..., correlate_device_time=True)`,
+`NeuronProfiler(config).export_trace` as `on_trace_ready`, `torch.neuron.synchronize()` every step, and
+`torch.compile(backend="neuron")` for the compiled variant. This checks our wiring against the documented API; it
+says nothing about how real torch-neuronx behaves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch.profiler import ProfilerAction, ProfilerActivity  # noqa: E402
+
+from trntui.capture import (  # noqa: E402
+    CaptureRequest,
+    NeuronOptions,
+    build_workload,
+    capture,
+    context_for,
+    make_neuron_config,
+    resolve_device,
+    resolve_source,
+)
+from trntui.cli import main  # noqa: E402
+from trntui.errors import TrntuiError  # noqa: E402
+from trntui.loaders import find_runs, load_run  # noqa: E402
+
+TRACE_SUBDIR = Path("i-0fake_pid_4242") / "20260101_000000_000"
+
+
+def minimal_trace(prefix: str) -> dict:
+    base = 1_700_000_000_000_000
+    return {
+        "schemaVersion": 1,
+        "baseTimeNanoseconds": base * 1000,
+        "traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1,
+             "ts": base + 0.0, "dur": 100.0, "args": {"External id": 1}},
+            {"ph": "X", "cat": "cpu_op", "name": f"{prefix}aten::mul", "pid": 1, "tid": 1,
+             "ts": base + 10.0, "dur": 20.0, "args": {"External id": 2}},
+        ],
+    }
+
+
+class Log:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.configs: list[dict] = []
+        self.profilers: list[Any] = []
+        self.profiles: list[Any] = []
+        self.backend_calls = 0
+
+
+@pytest.fixture
+def fake_neuron(monkeypatch: pytest.MonkeyPatch) -> Log:
+    """Install `torch_neuronx`, `torch_neuronx.profiling`, `torch.neuron` and a "neuron" compile backend."""
+    log = Log()
+
+    class ProfileMode:
+        DEVICE = "mode:DEVICE"
+        RUNTIME = "mode:RUNTIME"
+        CPU_UTIL = "mode:CPU_UTIL"
+        HOST_MEMORY = "mode:HOST_MEMORY"
+
+    class NeuronConfig:
+        def __init__(self, modes, profile_output_dir, capture_enabled_for_nc=None, max_events_per_nc=None,
+                     correlate_device_time=False):
+            self.profile_output_dir = profile_output_dir
+            log.configs.append(dict(modes=modes, profile_output_dir=profile_output_dir,
+                                    capture_enabled_for_nc=capture_enabled_for_nc,
+                                    max_events_per_nc=max_events_per_nc,
+                                    correlate_device_time=correlate_device_time))
+
+    class NeuronProfiler:
+        def __init__(self, config):
+            self.config = config
+            log.profilers.append(self)
+
+        def export_trace(self, prof):
+            log.events.append("export")
+            target = Path(self.config.profile_output_dir) / TRACE_SUBDIR
+            target.mkdir(parents=True)
+            (target / "trace.json").write_text(json.dumps(minimal_trace("")))
+            (target / "ntrace.pb").write_bytes(b"\x00")
+            (target / "trace_info.pb").write_bytes(b"\x00")
+
+    profiling = types.ModuleType("torch_neuronx.profiling")
+    profiling.NeuronConfig, profiling.ProfileMode, profiling.NeuronProfiler = NeuronConfig, ProfileMode, NeuronProfiler
+    tnx = types.ModuleType("torch_neuronx")
+    tnx.__version__ = "0.0.0-standin"
+    tnx.profiling = profiling
+    monkeypatch.setitem(sys.modules, "torch_neuronx", tnx)
+    monkeypatch.setitem(sys.modules, "torch_neuronx.profiling", profiling)
+
+    device = types.SimpleNamespace(is_available=lambda: True, synchronize=lambda: log.events.append("sync"))
+    monkeypatch.setattr(torch, "neuron", device, raising=False)
+
+    from torch._dynamo.backends import registry
+
+    def neuron_backend(gm, example_inputs):
+        log.backend_calls += 1
+        return gm.forward
+
+    monkeypatch.setitem(registry._BACKENDS, "neuron", None)
+    monkeypatch.setitem(registry._COMPILER_FNS, "neuron", neuron_backend)
+    torch._dynamo.reset()
+    log.profile_mode = ProfileMode
+    log.neuron_config = NeuronConfig
+    log.profiling = profiling
+    yield log
+    torch._dynamo.reset()
+
+
+class FakeProfile:
+    """Stands in for `torch.profiler.profile`: records kwargs; calls on_trace_ready as the schedule says."""
+
+    log: Log
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.step_num = 0
+        self.log.profiles.append(self)
+
+    def __enter__(self) -> FakeProfile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def step(self) -> None:
+        self.log.events.append("step")
+        if self.kwargs["schedule"](self.step_num) == ProfilerAction.RECORD_AND_SAVE:
+            self.kwargs["on_trace_ready"](self)
+        self.step_num += 1
+
+
+def neuron_capture(log: Log, out: Path, variants: list[str], neuron: NeuronOptions | None = None):
+    setup = resolve_device("neuron", neuron or NeuronOptions())
+    assert setup.kind == "neuron" and setup.device == "neuron" and setup.compile_backend == "neuron"
+    # No Neuron device exists here: keep the inputs on the CPU; everything else is the neuron setup.
+    setup = dataclasses.replace(setup, device="cpu")
+    source = resolve_source("rmsnorm")
+    workload = build_workload(source, context_for(setup, "bf16", (4, 512)))
+    FakeProfile.log = log
+    request = CaptureRequest(workload=workload, variants=variants, out=out, command="test", dtype="bfloat16")
+    return capture(request, setup, profile_factory=FakeProfile, progress=lambda m: None)
+
+
+def test_neuron_profiler_built_as_documented(fake_neuron: Log, tmp_path: Path) -> None:
+    out = tmp_path / "neuron"
+    result = neuron_capture(fake_neuron, out, ["naive", "fused", "compiled"])
+    assert len(fake_neuron.profiles) == 3 and len(fake_neuron.configs) == 3 and len(fake_neuron.profilers) == 3
+    for name, prof, config, profiler in zip(("naive", "fused", "compiled"), fake_neuron.profiles,
+                                            fake_neuron.configs, fake_neuron.profilers):
+        kw = prof.kwargs
+        assert kw["activities"] == [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+        assert kw["on_trace_ready"] == profiler.export_trace
+        assert kw["experimental_config"] is profiler.config
+        assert kw["record_shapes"] is False
+        actions = [kw["schedule"](i) for i in range(4)]
+        assert actions == [ProfilerAction.NONE, ProfilerAction.NONE, ProfilerAction.WARMUP,
+                           ProfilerAction.RECORD_AND_SAVE]
+        assert config["modes"] == ["mode:DEVICE", "mode:RUNTIME"]
+        assert Path(config["profile_output_dir"]).name == name
+        assert Path(config["profile_output_dir"]).parent.name == "neuron.partial"  # renamed when complete
+        assert config["capture_enabled_for_nc"] == "0"
+        assert config["correlate_device_time"] is True
+        assert config["max_events_per_nc"] is None
+    # three warm calls (each synchronised), then per step: synchronize before prof.step(); export on the 4th
+    per_variant = ["sync"] * 3 + ["sync", "step"] * 3 + ["sync", "step", "export"]
+    assert fake_neuron.events == per_variant * 3
+    assert fake_neuron.backend_calls >= 1  # the compiled variant went through torch.compile(backend="neuron")
+
+    for vr in result.variants:
+        manifest = json.loads((out / vr.variant / "trntui.json").read_text())
+        assert manifest["complete"] is True and list(manifest)[-1] == "complete"
+        assert manifest["device"] == "neuron" and manifest["compile_backend"] == "neuron"
+        assert manifest["versions"]["torch_neuronx"] == "0.0.0-standin"
+        assert manifest["trace"] == (TRACE_SUBDIR / "trace.json").as_posix()
+        assert manifest["profiler"]["activities"] == ["CPU", "PrivateUse1"]
+        assert manifest["profiler"]["neuron_config"]["capture_enabled_for_nc"] == "0"
+        assert manifest["profiler"]["dropped_options"] == []
+        assert (out / vr.variant / TRACE_SUBDIR / "ntrace.pb").is_file()
+
+    # the loaders find one run per variant and attach the manifest that sits above torch-neuronx's directories
+    runs = find_runs(out)
+    assert len(runs) == 3
+    assert sorted(r.manifest["variant"] for r in runs) == ["compiled", "fused", "naive"]
+    assert load_run(runs[0]).meta.trace_meta["manifest"]["device"] == "neuron"
+    manifest_path = out / "fused" / "trntui.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["complete"] = False
+    manifest_path.write_text(json.dumps(manifest))
+    assert sorted(r.manifest["variant"] for r in find_runs(out)) == ["compiled", "naive"]
+
+
+def test_unknown_neuron_config_option_is_dropped_with_a_warning(
+    fake_neuron: Log, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    class OlderNeuronConfig:  # no correlate_device_time, like a torch-neuronx that never had it
+        def __init__(self, modes, profile_output_dir, capture_enabled_for_nc=None):
+            self.profile_output_dir = profile_output_dir
+            fake_neuron.configs.append(dict(modes=modes, profile_output_dir=profile_output_dir,
+                                            capture_enabled_for_nc=capture_enabled_for_nc))
+
+    fake_neuron.profiling.NeuronConfig = OlderNeuronConfig
+    out = tmp_path / "older"
+    result = neuron_capture(fake_neuron, out, ["naive"])
+    err = capsys.readouterr().err
+    assert "warning" in err and "correlate_device_time" in err
+    assert fake_neuron.configs == [dict(modes=["mode:DEVICE", "mode:RUNTIME"],
+                                        profile_output_dir=fake_neuron.configs[0]["profile_output_dir"],
+                                        capture_enabled_for_nc="0")]
+    manifest = result.variants[0].manifest
+    assert manifest["profiler"]["dropped_options"] == ["correlate_device_time"]
+    assert "correlate_device_time" not in manifest["profiler"]["neuron_config"]
+    assert any("correlate_device_time" in w for w in result.warnings)
+
+
+def test_make_neuron_config_degrades_one_option_at_a_time() -> None:
+    calls: list[dict] = []
+
+    def opaque(**kwargs):  # a C++ binding's TypeError names no argument
+        calls.append(kwargs)
+        if set(kwargs) - {"modes", "profile_output_dir", "capture_enabled_for_nc"}:
+            raise TypeError("__init__(): incompatible function arguments")
+        return "config"
+
+    wanted = {"modes": [1], "profile_output_dir": "d", "capture_enabled_for_nc": "0", "max_events_per_nc": 10,
+              "correlate_device_time": True}
+    config, used, dropped = make_neuron_config(opaque, wanted)
+    assert config == "config" and dropped == ["correlate_device_time", "max_events_per_nc"]
+    assert used == {"modes": [1], "profile_output_dir": "d", "capture_enabled_for_nc": "0"}
+
+    def rejects_required(**kwargs):
+        raise TypeError("__init__() missing 1 required positional argument: 'profile_output_dir'")
+
+    with pytest.raises(TrntuiError, match="NeuronConfig rejected"):
+        make_neuron_config(rejects_required, {"modes": [1], "profile_output_dir": "d"})
+
+
+def test_auto_picks_neuron_only_with_a_device(fake_neuron: Log, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_device("auto").kind == "neuron"
+    monkeypatch.setattr(torch.neuron, "is_available", lambda: False)
+    assert resolve_device("auto").kind == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(TrntuiError, match="no Neuron device"):
+        resolve_device("neuron")
+
+
+def test_neuron_options_reach_neuron_config(fake_neuron: Log, tmp_path: Path) -> None:
+    options = NeuronOptions(modes=("RUNTIME", "CPU_UTIL"), capture_enabled_for_nc="0,1", max_events_per_nc=1000,
+                            correlate_device_time=False)
+    neuron_capture(fake_neuron, tmp_path / "opts", ["fused"], options)
+    config = fake_neuron.configs[0]
+    assert config["modes"] == ["mode:RUNTIME", "mode:CPU_UTIL"]
+    assert config["capture_enabled_for_nc"] == "0,1" and config["max_events_per_nc"] == 1000
+    assert config["correlate_device_time"] is False  # not passed at all: the fake's default
+
+
+def test_unknown_neuron_mode_fails_cleanly(fake_neuron: Log, tmp_path: Path) -> None:
+    with pytest.raises(TrntuiError, match="ProfileMode has no BOGUS"):
+        neuron_capture(fake_neuron, tmp_path / "bad", ["naive"], NeuronOptions(modes=("BOGUS",)))
+    assert not (tmp_path / "bad").exists()
+    manifest = json.loads((tmp_path / "bad.partial" / "naive" / "trntui.json").read_text())
+    assert manifest["complete"] is False and "BOGUS" in manifest["error"]
