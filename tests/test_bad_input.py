@@ -32,6 +32,10 @@ atexit.register(shutil.rmtree, _ROOT, True)
 CASES = build_corpus(_ROOT)
 
 
+class CaseTimeout(BaseException):
+    """Not an Exception, so the CLI's last-resort handler cannot swallow it."""
+
+
 @contextmanager
 def time_limit(seconds: int):
     """Fail (instead of hanging) when the body runs longer than `seconds` (SIGALRM; main thread, POSIX)."""
@@ -40,7 +44,7 @@ def time_limit(seconds: int):
         return
 
     def on_alarm(signum, frame):  # noqa: ARG001
-        raise TimeoutError(f"took more than {seconds} s")
+        raise CaseTimeout(f"took more than {seconds} s")
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(seconds)

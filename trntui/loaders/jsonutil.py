@@ -93,30 +93,35 @@ def _gunzip_partial(data: bytes, piece: int = 1 << 16) -> tuple[bytes, bool]:
         d = zlib.decompressobj(-zlib.MAX_WBITS)
         p = pos + start
         damaged = False
+        member: list[bytes] = []
         while p < len(data) and not d.eof:
             saved = d.copy()
             try:
-                out.append(d.decompress(data[p : p + piece]))
-                p += piece
+                member.append(d.decompress(data[p : p + piece]))
+                p = min(p + piece, len(data))
             except zlib.error:  # replay the failing piece byte by byte to keep what precedes the damage
                 d = saved
                 for q in range(p, min(p + piece, len(data))):
                     try:
-                        out.append(d.decompress(data[q : q + 1]))
+                        member.append(d.decompress(data[q : q + 1]))
                     except zlib.error:
                         break
                 damaged = True
                 break
-        if damaged:
+        if not damaged:
+            member.append(d.flush())
+        out.extend(member)
+        if damaged or not d.eof:
             clean = False
             break
-        out.append(d.flush())
-        if not d.eof:
-            clean = False
-            break
-        nxt = p - len(d.unused_data) + 8  # CRC32 and ISIZE trail each member
+        end = p - len(d.unused_data)
+        trailer = data[end : end + 8]  # CRC32 and ISIZE
+        got = b"".join(member)
+        if len(trailer) < 8 or int.from_bytes(trailer[:4], "little") != zlib.crc32(got):
+            clean = False  # the data is kept; the caller says it may be damaged
+        nxt = end + 8
         if data[nxt : nxt + 2] != GZIP_MAGIC:
-            clean = not data[nxt:].strip(b"\0")
+            clean = clean and not data[nxt:].strip(b"\0")
             break
         pos = nxt
     return b"".join(out), clean

@@ -29,7 +29,8 @@ FIRST_CHUNK = 256
 """Boundaries per chunk at first; doubled after every success, up to MAX_CHUNK."""
 MAX_CHUNK = 1 << 16
 MAX_EXTEND = 64
-"""How many following boundaries a failing single element may be extended over (nested `},{` in args)."""
+"""How many following boundaries an incomplete-looking element may be extended over (`},{` nested in its
+args or inside its strings); only elements that are a valid JSON prefix are extended, damaged ones are not."""
 
 
 @dataclass
@@ -56,6 +57,18 @@ def _decode_list(chunk: bytes) -> list[msgspec.Raw] | None:
         return _raw_list.decode(b"[" + chunk + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
+
+
+def _unbalanced(chunk: bytes) -> bool:
+    """True when `chunk` is a valid start of JSON that ends too early (its end is inside a nested value),
+    False when it is malformed (then extending it to later boundaries cannot help)."""
+    try:
+        _raw_list.decode(b"[" + chunk)
+    except msgspec.DecodeError as exc:
+        return "truncated" in str(exc)
+    except (msgspec.ValidationError, RecursionError):
+        return False
+    return False
 
 
 def _lenient_one(chunk: bytes) -> msgspec.Raw | None:
@@ -134,24 +147,30 @@ def recover_events(data: bytes) -> Recovered | None:
             step = max(1, step // 4)
             continue
         # a single element fails: damaged, or its end is not at this boundary (a `},{` nested in args)
-        one = _lenient_one(data[pos : ends[i]])
+        chunk = data[pos : ends[i]]
+        one = _lenient_one(chunk)
         if one is not None:
             rec.raws.append(one)
             rec.repaired += 1
             k = i
-        else:
+        elif _unbalanced(chunk):  # its end is further on: extend over the following boundaries
             k = -1
             span = 1
-            while span <= MAX_EXTEND and i + span < n:  # extend over 1, 2, 4, ... following boundaries
+            while span <= MAX_EXTEND and i + span < n:
                 got = _decode_list(data[pos : ends[i + span]])
                 if got is not None:
                     rec.raws.extend(got)
                     k = i + span
                     break
-                span *= 2
+                span += 1
             if k < 0:
+                if i + span >= n:  # ran out of boundaries: this is the element cut at the end
+                    break
                 rec.damaged += 1
                 k = i
+        else:
+            rec.damaged += 1
+            k = i
         if nexts[k] < 0:
             rec.closed = True
             _tail_meta(data, ends[k], rec)
