@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -186,10 +187,12 @@ def _walk(root: Path) -> dict[Path, list[FileInfo]]:
         for fn in sorted(filenames):
             p = d / fn
             try:
-                size = p.stat().st_size
+                st = p.stat()
             except OSError:
                 continue
-            info = classify(p, size)
+            if not stat.S_ISREG(st.st_mode):  # FIFOs, sockets, devices: never opened
+                continue
+            info = classify(p, st.st_size)
             if info is not None:
                 infos.append(info)
         out[d] = infos
