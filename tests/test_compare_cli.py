@@ -170,3 +170,43 @@ def test_headless_when_not_a_tty(capsys, pair) -> None:
     # capsys replaces stdout with a non-terminal: no --no-tui needed
     rc, out, _ = run(capsys, "compare", *pair)
     assert rc == 0 and out.startswith("Runs (baseline:")
+
+
+def test_neuron_samples_headless(capsys, repo_dir) -> None:
+    root = repo_dir / "sample_profiles" / "neuron"
+    if not root.is_dir():
+        pytest.skip(f"{root} is not there (bundled Neuron-format RMSNorm samples)")
+    rc, out, err = run(capsys, "compare", str(root), "--format", "json", "--only", "summary",
+                       "--fail-if", "dispatches > baseline", "--fail-if", "device_time > 0.2*baseline")
+    assert rc == 0, err
+    runs = json.loads(out)["runs"]
+    assert [r["run"] for r in runs] == ["naive", "fused", "compiled"]
+    assert [round(r["device_time_us"]) for r in runs] == [2355, 403, 376]
+    assert [r["dispatches"] for r in runs] == [6, 1, 1]
+    assert [r["host_ops"] for r in runs] == [6, 1, 1]
+    # the same check the other way round: naive as the candidate against the fused baseline regresses
+    rc, _, err = run(capsys, "compare", str(root / "fused"), str(root / "naive"), "--no-tui",
+                     "--fail-if", "device_time > 1.10*baseline")
+    assert rc == 1 and "REGRESSION: run 'naive': device_time > 1.10*baseline" in err
+
+
+def test_launch_compare_accepts_one_path(monkeypatch, corpus_dir, tmp_path) -> None:
+    import shutil
+
+    from trntui.commands import compare as cmd
+
+    for name in ("base", "test"):
+        (tmp_path / name).mkdir()
+        shutil.copy(corpus_dir / f"cuda_compare_{name}.json.gz", tmp_path / name / "trace.json.gz")
+    seen = {}
+
+    def fake_app(runs, *, paths=(), by_shapes=False):
+        seen["runs"] = [r.name for r in runs]
+        seen["paths"] = list(paths)
+        return 0
+
+    import trntui.tui.compare as view
+
+    monkeypatch.setattr(view, "run_compare_app", fake_app)
+    assert cmd.launch_compare(tmp_path) == 0
+    assert seen == {"runs": ["base", "test"], "paths": [str(tmp_path)]}

@@ -547,11 +547,14 @@ def _is_tty() -> bool:
         return False
 
 
-def launch_compare(paths: Sequence[str | Path], *, by_shapes: bool = False, baseline: str | None = None) -> int:
+def launch_compare(paths: "Sequence[str | Path] | str | Path", *, by_shapes: bool = False, baseline: str | None = None) -> int:
     """Open the compare view on `paths` (several run paths, or one parent directory of runs).
 
-    Used by `trntui compare` and by `trntui profile --variant all`. Returns the exit code.
+    Used by `trntui compare` and by `trntui profile --variant all`; a single path (str or Path) is accepted
+    too. Returns the exit code.
     """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline)
     from trntui.tui.compare import run_compare_app
 
