@@ -51,7 +51,7 @@ def describe(profile: "Profile", run_name: str, source: str) -> str:
     steps = profile.step_names()
     a, b = display_span(profile)
     parts = [
-        f"trntui · {source}",
+        source,
         f"run {run_name}" if run_name and run_name != Path(source).name else "",
         device if meta.backend else "CPU only",
         f"{len(steps)} step{'s' if len(steps) != 1 else ''}" if steps else "no steps",
@@ -94,11 +94,11 @@ class TrntuiApp(App[None]):
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield InfoBar(Text(f"trntui · {self.path} · loading…"), id="info", markup=False)
+        yield InfoBar(Text(f"{self.path.name} · loading…"), id="info", markup=False)
         with Container(id="panes"):
             with Vertical(id="ops-pane"):
                 yield OpTableView(id="ops")
-                yield Input(id="filter", placeholder="regex on op names · Enter: apply · Esc: clear")
+                yield Input(id="filter", placeholder="regex on op names · Enter: apply · Esc: clear", disabled=True)
             yield Timeline(id="timeline")
             yield ChainView(id="chain")
         yield Footer()
@@ -183,7 +183,7 @@ class TrntuiApp(App[None]):
 
     @on(LoadProgress)
     def _load_progress(self, message: LoadProgress) -> None:
-        self._info(f"trntui · {self.path} · loading: {message.stage} ({message.step}/{message.total})…")
+        self._info(f"{self.path.name} · loading: {message.stage} ({message.step}/{message.total})…")
 
     @on(RunsFound)
     def _runs_found(self, message: RunsFound) -> None:
@@ -191,7 +191,7 @@ class TrntuiApp(App[None]):
         self.refresh_bindings()
         for pane in (self.ops, self.timeline, self.chain):
             pane.loading = False
-        self._info(f"trntui · {self.path} · {len(self.runs)} runs: pick one (r)")
+        self._info(f"{self.path.name} · {len(self.runs)} runs: pick one (r)")
         self.action_pick_run()
 
     @on(ProfileLoaded)
@@ -219,12 +219,13 @@ class TrntuiApp(App[None]):
         self.load_error = message.reason
         for pane in (self.ops, self.timeline, self.chain):
             pane.loading = False
-        self._info(f"trntui · error: {message.reason}")
+        self._info(f"error: {message.reason}")
         self.push_screen(ErrorScreen(message.reason))
 
     # -- pane coordination -----------------------------------------------------------------------
     @on(OpTableView.TitleChanged)
     @on(Timeline.TitleChanged)
+    @on(ChainView.TitleChanged)
     def _title_changed(self) -> None:
         self._titles()
 
@@ -259,6 +260,7 @@ class TrntuiApp(App[None]):
     @on(OpTableView.FilterRequested)
     def _filter_requested(self) -> None:
         box = self.query_one("#filter", Input)
+        box.disabled = False
         box.add_class("-active")
         if self.ops.pattern is not None:
             box.value = self.ops.pattern.pattern
@@ -282,6 +284,7 @@ class TrntuiApp(App[None]):
         event.input.remove_class("-invalid")
         if not event.value:
             event.input.remove_class("-active")
+            event.input.disabled = True
         self.ops.focus()
 
     # -- actions ---------------------------------------------------------------------------------
@@ -307,6 +310,7 @@ class TrntuiApp(App[None]):
             self.ops.set_filter("")
             box.remove_class("-active", "-invalid")
             self.ops.focus()
+            box.disabled = True
         elif self.screen.maximized is not None:
             self.screen.minimize()
 

@@ -71,8 +71,8 @@ def key_reference() -> list[tuple[str, list[tuple[str, str]]]]:
                 continue
             entries.append((key_display(b.key), b.description))
         if digits:
-            entries.append((f"{digits[0]}…{digits[-1]}", "Sort by column 1…7 (Name, # Calls, Self CPU, CPU total, "
-                            "Self <DEV>, <DEV> total, % <DEV>)"))
+            entries.append((f"{digits[0]}…{digits[-1]}", "Sort by column n (Name, # Calls, Self CPU, CPU total, "
+                            "Self/total/% device)"))
         if title == "Everywhere":
             entries.append(("Tab / shift+Tab", "Next / previous pane"))
         out.append((title, entries))

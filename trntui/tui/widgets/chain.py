@@ -13,6 +13,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -56,6 +57,9 @@ class ChainView(ScrollView, can_focus=True):
     ChainView > .chain--name { text-style: bold; }
     ChainView > .chain--hw { color: $text-success; }
     """
+
+    class TitleChanged(Message):
+        """The chain shown (or the args toggle) changed; the pane title names the event."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -178,6 +182,7 @@ class ChainView(ScrollView, can_focus=True):
                 lines.append([("a: show args (input dims, types)", "muted")])
         self.lines = lines
         self.virtual_size = Size(self.size.width, len(lines))
+        self.post_message(self.TitleChanged())
         self.refresh()
 
     # -- actions ---------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ class OpTableView(ScrollView, can_focus=True):
         Binding("end,G", "jump(-1)", "Last row", show=False, id="ops-bottom"),
         Binding("enter", "select", "Select op", id="ops-select"),
         Binding("s", "cycle_sort", "Sort column", id="ops-sort-next"),
-        Binding("S", "reverse_sort", "Reverse sort", id="ops-sort-reverse"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="ops-sort-reverse"),
         Binding("1", "sort_column(0)", "Sort by column 1 (Name)", show=False, id="ops-sort-1"),
         Binding("2", "sort_column(1)", "Sort by column 2 (# Calls)", show=False, id="ops-sort-2"),
         Binding("3", "sort_column(2)", "Sort by column 3 (Self CPU)", show=False, id="ops-sort-3"),

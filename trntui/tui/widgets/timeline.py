@@ -44,6 +44,12 @@ HEADER_LINES = 2
 """Ruler line and cursor-status line above the lane rows."""
 
 
+_PAN = Binding.Group("Pan", compact=True)
+_ZOOM = Binding.Group("Zoom", compact=True)
+_STEP = Binding.Group("Event", compact=True)
+_INSTANCE = Binding.Group("Instance", compact=True)
+
+
 @dataclass(frozen=True)
 class DisplayRow:
     """A drawn row: a tier heading (`row` is None) or one timeline row."""
@@ -71,15 +77,15 @@ class Timeline(Widget, can_focus=True):
     HELP = "Timeline: busy time per cell (░▒▓█); highlighted cells are instances of the selected op."
 
     BINDINGS = [
-        Binding("left,h", "pan(-1)", "Pan left", id="timeline-pan-left"),
-        Binding("right,l", "pan(1)", "Pan right", id="timeline-pan-right"),
-        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline-zoom-in"),
-        Binding("minus", "zoom(2)", "Zoom out", id="timeline-zoom-out"),
+        Binding("left,h", "pan(-1)", "Pan left", id="timeline-pan-left", group=_PAN),
+        Binding("right,l", "pan(1)", "Pan right", id="timeline-pan-right", group=_PAN),
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline-zoom-in", group=_ZOOM),
+        Binding("minus", "zoom(2)", "Zoom out", id="timeline-zoom-out", group=_ZOOM),
         Binding("0", "fit", "Fit all", id="timeline-fit"),
-        Binding("left_square_bracket", "step(-1)", "Prev event", id="timeline-prev-event"),
-        Binding("right_square_bracket", "step(1)", "Next event", id="timeline-next-event"),
-        Binding("n", "instance(1)", "Next instance", id="timeline-next-instance"),
-        Binding("N", "instance(-1)", "Prev instance", show=False, id="timeline-prev-instance"),
+        Binding("left_square_bracket", "step(-1)", "Prev event", id="timeline-prev-event", group=_STEP),
+        Binding("right_square_bracket", "step(1)", "Next event", id="timeline-next-event", group=_STEP),
+        Binding("n", "instance(1)", "Next instance", id="timeline-next-instance", group=_INSTANCE),
+        Binding("N", "instance(-1)", "Prev instance", id="timeline-prev-instance", group=_INSTANCE),
         Binding("down,j", "lane(1)", "Lane down", show=False, id="timeline-lane-down"),
         Binding("up,k", "lane(-1)", "Lane up", show=False, id="timeline-lane-up"),
         Binding("comma", "nudge(-1)", "Cursor left one cell", show=False, id="timeline-cursor-left"),
