@@ -90,9 +90,14 @@ async def test_enter_opens_op_in_run_timeline(corpus_runs) -> None:
         screen = app.compare
         await pilot.press("slash", *"all2all", "enter")
         await pilot.pause()
-        await pilot.press("1", "enter")  # the op is not in the baseline run: stays, warns
+        await pilot.press("1", "enter")  # not in the baseline run: opens where it is (#2), with a notice
         await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
+        await pilot.pause()
+        assert isinstance(app.screen, OpTimelineScreen) and app.screen.number == 2
+        assert any("not in run #1" in n.message for n in app._notifications)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
         await pilot.press("2", "enter")
         await pilot.pause()
         await pilot.pause()

@@ -236,19 +236,24 @@ class CompareScreen(Screen[None]):
         self.open_op(self.table.cursor_row)
 
     def open_op(self, position: int, run: int | None = None) -> bool:
-        """Open the op at display position `position` in run `run` (default: the target run)."""
+        """Open the op at display position `position` in run `run` (default: the target run); when the op is
+        not in that run, in the first run that has it (with a notice)."""
         if not (0 <= position < len(self.view)):
             return False
         row = self.view[position]
         k = self.target if run is None else run
         if row.table_rows[k] < 0:
-            present = [f"#{j + 1}" for j, r in enumerate(row.table_rows) if r >= 0]
+            present = [j for j, r in enumerate(row.table_rows) if r >= 0]
+            if not present:
+                return False
+            j = present[0]
             self.notify(
-                f"{safe_text(row.name)} is not in run #{k + 1}; it is in {', '.join(present)} (press 1-9 to pick)",
+                f"{safe_text(row.name)} is not in run #{k + 1}; showing it in #{j + 1} "
+                f"{safe_text(self.runs[j].name)} (1-9 picks the run Enter opens)",
                 severity="warning",
                 markup=False,
             )
-            return False
+            k = j
         self.app.push_screen(OpTimelineScreen(self.runs[k], row.table_rows[k], k + 1))
         return True
 
