@@ -99,18 +99,15 @@ def host_op_calls(profile: Profile) -> np.ndarray:
         profile.cache["host_op_calls"] = idx
         return idx
     parent, _ = profile.nesting()
-    par = parent.tolist()
-    is_cand = cand.tolist()
-    top = []
-    for i in idx.tolist():
-        p = par[i]
-        hops = 0
-        while p != NO_ID and not is_cand[p] and hops < 10_000:
-            p = par[p]
-            hops += 1
-        if p == NO_ID:
-            top.append(i)
-    out = np.asarray(top, np.int64)
+    parent = parent.astype(np.int64)
+    # climb every candidate's ancestors together until each reaches another candidate or the root
+    anc = parent[idx]
+    for _ in range(100_000):
+        climbing = (anc != NO_ID) & ~cand[np.maximum(anc, 0)]
+        if not climbing.any():
+            break
+        anc[climbing] = parent[anc[climbing]]
+    out = idx[anc == NO_ID].astype(np.int64)
     profile.cache["host_op_calls"] = out
     return out
 

@@ -152,10 +152,10 @@ def merge_intervals(
     tails = np.r_[heads[1:] - 1, n - 1]
     m_start = s[heads]
     m_end = run_end[tails]
-    # which input interval reached the block's end
-    last = np.empty(len(heads), np.int64)
-    for b, (a, z) in enumerate(zip(heads.tolist(), tails.tolist())):
-        last[b] = order[a + int(np.argmax(e[a : z + 1]))]
+    # which input interval reached the block's end: per block, the first position holding the largest end
+    block = np.cumsum(new_block) - 1
+    by_end = np.lexsort((np.arange(n), -e, block))
+    last = order[by_end[heads]]
     return m_start.astype(np.int64), m_end.astype(np.int64), order[heads].astype(np.int64), last
 
 
@@ -175,18 +175,30 @@ def _lane_gaps(
     ms, me, first, last = merge_intervals(starts, ends)
     win = (int(ms[0]), int(me[-1])) if window is None else (int(window[0]), int(window[1]))
     busy = int((me - ms).sum())
-    gaps: list[Gap] = []
+    # gaps between busy blocks (and, with a window, at its edges), as columns; objects only for the top ones
+    g_start = me[:-1]
+    g_end = ms[1:]
+    g_before = events[last[:-1]]
+    g_after = events[first[1:]]
     if window is not None:
+        none = np.array([-1], np.int64)
         if ms[0] > win[0]:
-            gaps.append(Gap(win[0], int(ms[0]), -1, int(events[first[0]])))
-    for k in range(len(ms) - 1):
-        gaps.append(Gap(int(me[k]), int(ms[k + 1]), int(events[last[k]]), int(events[first[k + 1]])))
-    if window is not None and me[-1] < win[1]:
-        gaps.append(Gap(int(me[-1]), win[1], int(events[last[-1]]), -1))
-    gap_count = len(gaps)
-    gaps.sort(key=lambda g: (-g.duration, g.start))
+            g_start = np.r_[win[0], g_start]
+            g_end = np.r_[ms[0], g_end]
+            g_before = np.r_[none, g_before]
+            g_after = np.r_[events[first[0]], g_after]
+        if me[-1] < win[1]:
+            g_start = np.r_[g_start, me[-1]]
+            g_end = np.r_[g_end, win[1]]
+            g_before = np.r_[g_before, events[last[-1]]]
+            g_after = np.r_[g_after, none]
+    gap_count = int(len(g_start))
+    order = np.lexsort((g_start, -(g_end - g_start)))
     if top is not None:
-        gaps = gaps[:top]
+        order = order[:top]
+    gaps = [
+        Gap(int(g_start[k]), int(g_end[k]), int(g_before[k]), int(g_after[k])) for k in order.tolist()
+    ]
     return LaneGaps(lane_id, label, int(len(events)), win, busy, gaps, gap_count)
 
 
