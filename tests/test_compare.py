@@ -352,6 +352,9 @@ def test_rule_units_and_arithmetic() -> None:
     assert left == pytest.approx(500.0 - 3000.0 - 10.0) and right == 1e6 and not failed
     assert set(METRICS) >= r.metrics == {"span", "idle"}
     assert parse_rule("host_ops != baseline").evaluate({"host_ops": 6.0}, {"host_ops": 1.0})[0]
+    pct = parse_rule("device_time > baseline * (1 + 10%)")
+    assert pct.evaluate({"device_time": 111.0}, {"device_time": 100.0})[0]
+    assert not pct.evaluate({"device_time": 109.0}, {"device_time": 100.0})[0]
 
 
 # -- bundled RMSNorm samples (walkthrough structure) --------------------------------------------------------------

@@ -377,6 +377,10 @@ def _summary_notes(runs: Sequence["Run"]) -> list[str]:
         "Host ops: top-level operator calls in the profiled step (ops inside ProfilerStep/record_function "
         "scopes count, ops nested in other ops do not; a torch.compile region counts as one call).",
     ]
+    steps = [r.metrics.steps for r in runs]
+    if any(n > 1 for n in steps):
+        per = ", ".join(f"#{k + 1}: {n}" for k, n in enumerate(steps))
+        notes.append(f"Several profiled steps ({per}): counts and times are totals over all of them.")
     if any(r.metrics.dispatches is not None for r in runs):
         notes.append("Dispatches: kernels / nc_exec_running executions (Neuron LNC per-core copies merged). "
                      "Busy/Idle: hardware time in the active window (first to last execution).")
