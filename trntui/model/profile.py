@@ -69,6 +69,8 @@ class Lane:
 
     @property
     def label(self) -> str:
+        if self.subsystem == "markers":  # trace-wide markers on string pids ("Spans", "Traces", "")
+            return "/".join(p for p in (self.instance, "markers", self.ident) if p)
         parts = [p for p in (self.instance, f"PID:{self.pid}", self.subsystem, self.ident) if p]
         return "/".join(parts)
 
