@@ -208,16 +208,21 @@ class CpuTree:
     """torch's CPU event forest: kept events, their parents, and the device rows attached to each op."""
 
     events: np.ndarray
-    """Event indexes that are rows of the table (after name filtering and duplicate-node removal)."""
-    parent: dict[int, int]
-    children_cpu_total: dict[int, int]
+    """Event indexes that are rows of the table (after name filtering and duplicate-node removal), in
+    (thread, start, -end) order; the arrays below are aligned with it."""
+    parent: np.ndarray
+    """Parent event of each kept event (-1 at a root)."""
+    children_cpu_total: np.ndarray
     """Sum of children's durations (ns) per kept CPU event."""
-    kernels_ns: dict[int, int]
-    """Sum of attached device rows' durations (ns) per frontend op (after lifting in dup removal)."""
-    device_total_ns: dict[int, int]
-    """torch's device_time_total per CPU event: own kernels plus children's totals."""
+    kernels_ns: np.ndarray
+    """Sum of attached device rows' durations (ns) per kept op (after lifting in dup removal)."""
+    device_total_ns: np.ndarray
+    """torch's device_time_total per kept CPU event: own kernels plus children's totals."""
     device_rows: np.ndarray
     """Device-typed events kept as their own rows."""
+    system_device: bool = False
+    """`kernels_ns` came from a Neuron system trace (nc_exec_running attributed through links), not from
+    trace.json device rows: then the Self-device denominator is the sum over ops (torch's legacy path)."""
 
 
 def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = None) -> CpuTree:
@@ -248,91 +253,115 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     start = profile.start
     end = profile.end
     order = cpu[np.lexsort((-end[cpu], start[cpu], keys[cpu]))]
-    ok = keys[order]
-    s_list = start[order].tolist()
-    e_list = end[order].tolist()
-    k_list = ok.tolist()
-    o_list = order.tolist()
-    parent: dict[int, int] = {}
-    children: dict[int, list[int]] = {}
-    stack: list[int] = []  # positions
-    cur_key = None
-    for pos in range(len(o_list)):
-        kk = k_list[pos]
-        if kk != cur_key:
-            stack = []
-            cur_key = kk
-        s = s_list[pos]
-        e = e_list[pos]
-        while stack:
-            top = stack[-1]
-            if s >= e_list[top] or e > e_list[top]:
-                stack.pop()
-            else:
-                ev, par = o_list[pos], o_list[top]
-                parent[ev] = par
-                children.setdefault(par, []).append(ev)
-                break
-        stack.append(pos)
+    m = len(order)
+    s_pos = start[order]
+    e_pos = end[order]
+    dur_pos = e_pos - s_pos
+    ppos = _stack_parents(keys[order], s_pos, e_pos)
 
-    # device rows attached to their frontend op (torch: kernels of `fe`)
+    # device rows attached to their frontend op (torch: kernels of `fe`, linked via External id / correlation)
     dur = end - start
-    kernels: dict[int, int] = {}
     dv = np.nonzero(dev_mask & (links.op_of >= 0))[0]
-    # torch attaches device rows only to frontend ops via External id (linked correlation)
-    for ev, op in zip(dv.tolist(), links.op_of[dv].tolist()):
-        kernels[op] = kernels.get(op, 0) + int(dur[ev])
+    kern_ev = np.zeros(n, np.int64)
+    has_kern_ev = np.zeros(n, bool)
+    if len(dv):
+        np.add.at(kern_ev, links.op_of[dv], dur[dv])
+        has_kern_ev[links.op_of[dv]] = True
+    system_device = False
+    if not len(dv) and not dev_mask.any() and profile.cat_id("neuron_hw") >= 0:
+        # Neuron: trace.json has no device rows; attribute nc_exec_running (merged per logical execution)
+        from trntui.analysis.neuron import system_device_time
 
-    # _remove_dup_nodes: a child with its parent's name, when it is the only child, is merged into it
-    names = profile.name
-    rewritten = _rewritten_name_ids(profile)
-    deleted: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for ev in o_list:
-            if ev in deleted:
-                continue
-            par = parent.get(ev)
-            if par is None or par in deleted:
-                continue
-            if rewritten[names[par]] == rewritten[names[ev]] and len(children.get(par, ())) == 1:
-                kids = children.pop(ev, [])
-                children[par] = kids
-                for ch in kids:
-                    parent[ch] = par
-                if ev in kernels:
-                    kernels[par] = kernels.pop(ev)
-                else:
-                    kernels.pop(par, None)
-                deleted.add(ev)
-                parent.pop(ev, None)
-                changed = True
+        attributed = system_device_time(profile, links)
+        if attributed:
+            ops_ = np.fromiter(attributed.keys(), np.int64, count=len(attributed))
+            kern_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
+            has_kern_ev[ops_] = True
+            system_device = True
 
-    kept = [ev for ev in o_list if ev not in deleted]
-    children_total: dict[int, int] = {}
-    for ev in kept:
-        kids = children.get(ev)
-        if kids:
-            children_total[ev] = int(sum(int(dur[c]) for c in kids))
-    # device_time_total bottom-up: process in reverse start order so children come first
-    device_total: dict[int, int] = {}
-    if kernels:
-        for ev in sorted(kept, key=lambda x: (int(start[x]), -int(end[x])), reverse=True):
-            total = kernels.get(ev, 0)
-            kids = children.get(ev)
-            if kids:
-                total += sum(device_total.get(c, 0) for c in kids)
-            if total:
-                device_total[ev] = total
+    # _remove_dup_nodes: a child with its parent's name, when it is the only child, is merged into it.
+    # Evaluated on the original tree (equivalent to torch's repeated passes: a chain of same-name only
+    # children collapses into its top node, which takes the kernels of the deepest merged node).
+    nm = _rewritten_name_ids(profile)[profile.name[order]] if m else np.empty(0, np.int64)
+    has_par = ppos >= 0
+    pp = np.maximum(ppos, 0)
+    nkids = np.bincount(ppos[has_par], minlength=m) if m else np.zeros(0, np.int64)
+    deleted = has_par & (nkids[pp] == 1) & (nm[pp] == nm) if m else np.zeros(0, bool)
+    top = np.arange(m)
+    top[deleted] = ppos[deleted]
+    while m and deleted[top].any():
+        top = top[top]
+    kern_pos = kern_ev[order]
+    has_kern_pos = has_kern_ev[order]
+    if deleted.any():
+        deepest = np.full(m, -1, np.int64)
+        dpos = np.nonzero(deleted)[0]
+        np.maximum.at(deepest, top[dpos], dpos)
+        tops = np.nonzero(deepest >= 0)[0]
+        d = deepest[tops]
+        kern_pos = kern_pos.copy()
+        has_kern_pos = has_kern_pos.copy()
+        kern_pos[tops] = np.where(has_kern_pos[d], kern_pos[d], 0)
+        has_kern_pos[tops] = has_kern_pos[d]
+    kept = np.nonzero(~deleted)[0]
+    final_parent = np.where(has_par, top[pp], -1)  # positions; -1 at roots
+    fp = final_parent[kept]
+    children_total = np.zeros(m, np.int64)
+    linked = fp >= 0
+    np.add.at(children_total, fp[linked], dur_pos[kept[linked]])
+
+    # device_time_total bottom-up over the final tree: own kernels plus the children's totals
+    kern_kept = np.where(has_kern_pos, kern_pos, 0)
+    kern_kept[deleted] = 0
+    device_total = kern_kept.copy()
+    if has_kern_ev.any() and len(kept):
+        depth = np.zeros(m, np.int64)
+        cur = final_parent.copy()
+        cur[deleted] = -1
+        live = np.nonzero(cur >= 0)[0]
+        while len(live):
+            depth[live] += 1
+            nxt = final_parent[cur[live]]
+            cur[live] = nxt
+            live = live[nxt >= 0]
+        for lvl in range(int(depth.max()), 0, -1):
+            at = kept[depth[kept] == lvl]
+            np.add.at(device_total, final_parent[at], device_total[at])
     return CpuTree(
-        events=np.asarray(kept, np.int64),
-        parent=parent,
-        children_cpu_total=children_total,
-        kernels_ns=kernels,
-        device_total_ns=device_total,
+        events=order[kept],
+        parent=np.where(fp >= 0, order[np.maximum(fp, 0)], NO_ID),
+        children_cpu_total=children_total[kept],
+        kernels_ns=kern_kept[kept],
+        device_total_ns=device_total[kept],
         device_rows=np.nonzero(dev_mask)[0],
+        system_device=system_device,
     )
+
+
+def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """torch's containment stack, vectorised: for events sorted by (thread, start, -end), the position of the
+    parent of each one (-1 at a root).
+
+    With the stack rule "pop the top while it ended at or before our start, or ends before we end", the
+    parent is the nearest earlier event of the same thread with end >= our end and end > our start: an
+    event skipped by that rule was popped by a nearer one that also qualifies. Found by pointer jumping:
+    from the previous event, follow current estimates (every event jumped over ends too early for us too).
+    """
+    m = len(s)
+    cand = np.arange(-1, m - 1, dtype=np.int64)
+    if m:
+        cand[1:][keys[1:] != keys[:-1]] = -1
+    thr = e + (e == s)  # a zero-length event needs a parent that ends strictly after it
+    act = np.nonzero(cand >= 0)[0]
+    while len(act):
+        c = cand[act]
+        act = act[e[c] < thr[act]]
+        if not len(act):
+            break
+        nxt = cand[cand[act]]
+        cand[act] = nxt
+        act = act[nxt >= 0]
+    return cand
 
 
 def _rewritten_name_ids(profile: Profile) -> np.ndarray:
@@ -360,78 +389,100 @@ def input_shapes_of(profile: Profile, i: int) -> str:
 
 
 def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -> OpTable:
+    """Group rows by (table name, device type, is user annotation[, input shapes]), vectorised.
+
+    Groups are numbered by first occurrence (CPU events in tree order, then device rows), like torch's dict.
+    """
     start, end = profile.start, profile.end
     rewritten = _rewritten_name_ids(profile)
     annotation_cats = {profile.cat_id(c) for c in C.USER_ANNOTATION} - {NO_ID}
-    groups: dict[tuple, int] = {}
-    name_col: list[str] = []
-    dtype_col: list[str] = []
-    ua_col: list[bool] = []
-    shapes_col: list[str] = []
-    count: list[int] = []
-    self_cpu: list[int] = []
-    cpu_total: list[int] = []
-    self_dev: list[int] = []
-    dev_total: list[int] = []
-    members: list[list[int]] = []
-    cat = profile.cat
-    nm = profile.name
     has_device = bool(profile.meta.backend)
+    cpu_ev = np.asarray(tree.events, np.int64)
+    dev_ev = np.asarray(tree.device_rows, np.int64)
+    evs = np.concatenate([cpu_ev, dev_ev])
+    nc, nd = len(cpu_ev), len(dev_ev)
+    dur = end[evs] - start[evs]
+    zeros = np.zeros(nd, np.int64)
+    cpu_t = np.concatenate([dur[:nc], zeros])
+    self_c = np.concatenate([dur[:nc] - tree.children_cpu_total, zeros])
+    if has_device:
+        dev_t = np.concatenate([tree.device_total_ns, dur[nc:]])
+        self_d = np.concatenate([tree.kernels_ns, dur[nc:]])
+    else:
+        dev_t = np.zeros(nc + nd, np.int64)
+        self_d = dev_t
+    # device type: 0 = CPU, else 1 + index of the label of the event's category
+    labels = ["CPU"]
+    label_of_cat = np.zeros(max(len(profile.cats), 1), np.int64)
+    for c, cat_name in enumerate(profile.cats):
+        lab = _device_type_label(profile, cat_name)
+        if lab not in labels:
+            labels.append(lab)
+        label_of_cat[c] = labels.index(lab)
+    cat = profile.cat[evs].astype(np.int64)
+    dcode = np.concatenate([np.zeros(nc, np.int64), label_of_cat[cat[nc:]]])
+    ua_of_cat = np.zeros(max(len(profile.cats), 1), bool)
+    ua_of_cat[list(annotation_cats)] = True
+    ua = ua_of_cat[cat]
+    nid = rewritten[profile.name[evs]]
+    key = (nid * len(labels) + dcode) * 2 + ua
+    shape_names: list[str] = []
+    if by_shapes:
+        shape_ids: dict[str, int] = {}
+        sid = np.fromiter(
+            (shape_ids.setdefault(input_shapes_of(profile, ev), len(shape_ids)) for ev in evs.tolist()),
+            np.int64,
+            count=len(evs),
+        )
+        shape_names = list(shape_ids)
+        key = key * max(len(shape_names), 1) + sid
+    if len(evs):
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        grp_order = np.argsort(first, kind="stable")
+        rank = np.empty_like(grp_order)
+        rank[grp_order] = np.arange(len(grp_order))
+        g = rank[inv]
+        firsts = first[grp_order]
+    else:
+        g = np.zeros(0, np.int64)
+        firsts = np.zeros(0, np.int64)
+    ng = len(firsts)
 
-    def add(ev: int, dtype: str, cpu_t: int, self_c: int, dev_t: int, self_d: int) -> None:
-        nid = int(rewritten[nm[ev]])
-        ua = int(cat[ev]) in annotation_cats
-        shapes = input_shapes_of(profile, ev) if by_shapes else ""
-        key = (nid, dtype, ua, shapes)
-        k = groups.get(key)
-        if k is None:
-            k = groups[key] = len(name_col)
-            name_col.append(rewrite_name(profile.names[nid]))
-            dtype_col.append(dtype)
-            ua_col.append(ua)
-            shapes_col.append(shapes)
-            count.append(0)
-            self_cpu.append(0)
-            cpu_total.append(0)
-            self_dev.append(0)
-            dev_total.append(0)
-            members.append([])
-        count[k] += 1
-        cpu_total[k] += cpu_t
-        self_cpu[k] += self_c
-        dev_total[k] += dev_t
-        self_dev[k] += self_d
-        members[k].append(ev)
+    def total(v: np.ndarray) -> np.ndarray:
+        out = np.zeros(ng, np.int64)
+        np.add.at(out, g, v)
+        return out
 
-    dur = (end - start).tolist()
-    child_total = tree.children_cpu_total
-    dtot = tree.device_total_ns
-    for ev in tree.events.tolist():
-        d = dur[ev]
-        dt = dtot.get(ev, 0) if has_device else 0
-        own = tree.kernels_ns.get(ev, 0) if has_device else 0
-        add(ev, "CPU", d, d - child_total.get(ev, 0), dt, own)
+    count = np.bincount(g, minlength=ng).astype(np.int64)
+    members = np.argsort(g, kind="stable")
+    bounds = np.cumsum(count)[:-1] if ng else []
+    rows_events = np.split(evs[members], bounds) if ng else []
+    first_ev = evs[firsts]
+    name_col = [rewrite_name(profile.names[k]) for k in rewritten[profile.name[first_ev]].tolist()]
+    dtype_col = [labels[k] for k in dcode[firsts].tolist()]
+    shapes_col = [shape_names[k] for k in (sid[firsts].tolist())] if by_shapes else [""] * ng
+    self_cpu = total(self_c)
+    dev_rows_self = dur[nc:]
     sum_self_device = 0
-    for ev in tree.device_rows.tolist():
-        d = dur[ev]
-        dtype = _device_type_label(profile, profile.cats[int(cat[ev])])
-        add(ev, dtype, 0, 0, d if has_device else 0, d if has_device else 0)
-        if has_device and int(cat[ev]) not in annotation_cats:
-            sum_self_device += d
+    if has_device and nd:
+        sum_self_device = int(dev_rows_self[~ua[nc:]].sum())
+    if has_device and tree.system_device:
+        sum_self_device += int(np.asarray(tree.kernels_ns, np.int64).sum())
     us = lambda v: np.asarray(v, dtype=np.float64) / 1000.0  # noqa: E731
     table = OpTable(
         name=name_col,
         device_type=dtype_col,
-        is_user_annotation=np.asarray(ua_col, bool),
+        is_user_annotation=ua[firsts].astype(bool),
         input_shapes=shapes_col,
-        count=np.asarray(count, np.int64),
+        count=count,
         self_cpu_time_total=us(self_cpu),
-        cpu_time_total=us(cpu_total),
-        self_device_time_total=us(self_dev),
-        device_time_total=us(dev_total),
+        cpu_time_total=us(total(cpu_t)),
+        self_device_time_total=us(total(self_d)),
+        device_time_total=us(total(dev_t)),
         backend=profile.meta.backend,
-        rows_events=[np.asarray(m, np.int64) for m in members],
-        sum_self_cpu=float(sum(self_cpu)) / 1000.0,
+        rows_events=list(rows_events),
+        sum_self_cpu=float(int(self_cpu.sum())) / 1000.0,
         sum_self_device=sum_self_device / 1000.0,
         device_time_source=profile.meta.device_time_source
         or ("trace.json device rows" if sum_self_device else ""),
