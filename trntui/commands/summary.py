@@ -29,6 +29,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also print, per hardware lane, busy and idle time and the largest gaps between executions",
     )
+    p.add_argument(
+        "--steps",
+        metavar="N-M",
+        help="only events inside these ProfilerStep#N windows, e.g. 3-5 or 3,7-9 (device rows follow their op)",
+    )
+    p.add_argument(
+        "--window",
+        metavar="T0:T1",
+        help="only events starting in this time window, relative to the first event (ns/us/ms/s, default ms), "
+        "e.g. 100ms:250ms or :2s",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="parse the trace again instead of using (and writing) the parsed-profile cache",
+    )
     p.set_defaults(func=run)
 
 
@@ -51,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     for run in runs:
         try:
-            profile = load_run(run)
+            profile = load_run(run, cache=not getattr(args, "no_cache", False))
         except LoadError as exc:
             if not many:
                 raise
@@ -60,7 +76,12 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"trntui: error: {safe_text(exc)}", file=sys.stderr)
             continue
-        table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes)
+        subset = None
+        if getattr(args, "steps", None) or getattr(args, "window", None):
+            from trntui.analysis.select import select_events
+
+            subset = select_events(profile, steps_spec=args.steps, window_spec=args.window)
+        table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes, events=subset)
         run_sort = sort
         if sort.startswith(("self_device", "device")) and not table.has_device:
             run_sort = "self_cpu_time_total" if sort.startswith("self") else "cpu_time_total"

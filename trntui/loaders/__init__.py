@@ -16,8 +16,18 @@ from trntui.model.profile import Profile, ProfileMeta
 __all__ = ["Run", "find_runs", "load_run", "load_profile", "load_path"]
 
 
-def load_run(run: Run) -> Profile:
-    """Read every readable file of one run into one `Profile`."""
+def load_run(run: Run, *, cache: bool = True) -> Profile:
+    """Read every readable file of one run into one `Profile`.
+
+    With `cache`, big Kineto runs are read from / written to the parsed-profile cache (trntui/cache.py).
+    """
+    if cache:
+        from trntui import cache as profile_cache
+
+        cached = profile_cache.load(run)
+        if cached is not None:
+            _apply_run_meta(run, cached)
+            return cached
     builder = ProfileBuilder(ProfileMeta())
     from trntui.loaders.kineto import load_kineto_into
 
@@ -37,10 +47,16 @@ def load_run(run: Run) -> Profile:
     for loader in run.extra_loaders:
         loader(builder)
     profile = builder.finish()
+    _apply_run_meta(run, profile)
+    if cache:
+        profile_cache.store(run, profile)
+    return profile
+
+
+def _apply_run_meta(run: Run, profile: Profile) -> None:
     profile.meta.trace_meta.setdefault("run_name", run.name)
     if run.manifest:
         profile.meta.trace_meta["manifest"] = run.manifest
-    return profile
 
 
 def load_profile(path: str | Path) -> Profile:

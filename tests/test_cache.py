@@ -1,0 +1,140 @@
+"""The parsed-profile cache: a hit gives the same profile and table, a changed file is a miss, no pickle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trntui import cache
+from trntui.analysis.key_averages import key_averages
+from trntui.loaders import find_runs, load_run
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", "0")
+    monkeypatch.delenv("TRNTUI_NO_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def trace(tmp_path, corpus_dir) -> Path:
+    dst = tmp_path / "prof" / "cuda_sampled_rank0.json.gz"
+    dst.parent.mkdir()
+    shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", dst)
+    return dst
+
+
+def _run(path: Path):
+    (run,) = find_runs(path)
+    return run
+
+
+def _same_profile(a, b) -> None:
+    for c in ("start", "end", "lane", "name", "cat", "kind", "ext", "corr"):
+        assert np.array_equal(getattr(a, c), getattr(b, c)), c
+    assert a.names == b.names and a.cats == b.cats
+    assert [vars(x) for x in a.lanes] == [vars(x) for x in b.lanes]
+    for c in ("key", "event", "cat", "role"):
+        assert np.array_equal(getattr(a.flows, c), getattr(b.flows, c)), c
+    assert len(a.args_raw) == len(b.args_raw)
+    for i in range(0, len(a), 97):
+        assert a.args(i) == b.args(i)
+    assert a.meta.skipped == b.meta.skipped and a.meta.notes == b.meta.notes
+    assert a.meta.backend == b.meta.backend and a.meta.device_kind == b.meta.device_kind
+
+
+def _same_table(t1, t2) -> None:
+    assert t1.name == t2.name and t1.device_type == t2.device_type and t1.input_shapes == t2.input_shapes
+    for c in ("count", "self_cpu_time_total", "cpu_time_total", "self_device_time_total", "device_time_total"):
+        assert np.array_equal(getattr(t1, c), getattr(t2, c)), c
+    assert t1.sum_self_cpu == t2.sum_self_cpu and t1.sum_self_device == t2.sum_self_device
+    assert all(np.array_equal(x, y) for x, y in zip(t1.rows_events, t2.rows_events))
+
+
+def test_hit_gives_identical_profile_and_key_averages(cache_env, trace):
+    fresh = load_run(_run(trace), cache=False)
+    first = load_run(_run(trace))  # miss: parses and writes the entry
+    entries = [p for p in cache_env.iterdir() if p.is_dir()]
+    assert len(entries) == 1
+    assert not list(trace.parent.glob("*.npy")), "never writes next to the profile"
+    assert not list(entries[0].glob("*.pkl"))
+    hit = cache.load(_run(trace))
+    assert hit is not None
+    _same_profile(fresh, hit)
+    _same_profile(first, hit)
+    # the stored table is the one computed from scratch
+    assert ("key_averages", False) in hit.cache
+    _same_table(key_averages(fresh), key_averages(hit))
+    # and recomputing it from the cached columns gives the same numbers again
+    hit.cache.clear()
+    _same_table(key_averages(fresh), key_averages(hit))
+
+
+def test_mtime_change_invalidates(cache_env, trace):
+    load_run(_run(trace))
+    assert cache.load(_run(trace)) is not None
+    st = trace.stat()
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert cache.load(_run(trace)) is None
+    load_run(_run(trace))  # rewrites the entry in place
+    assert len([p for p in cache_env.iterdir() if p.is_dir()]) == 1
+    assert cache.load(_run(trace)) is not None
+
+
+def test_content_change_is_seen(cache_env, trace, corpus_dir):
+    load_run(_run(trace))
+    shutil.copy(corpus_dir / "cuda_alexnet.json.gz", trace)  # same name, other content (size differs)
+    p = load_run(_run(trace))
+    assert len(p) == len(load_run(_run(trace), cache=False))
+
+
+def test_disabled_and_small_files(cache_env, trace, monkeypatch):
+    monkeypatch.setenv("TRNTUI_NO_CACHE", "1")
+    load_run(_run(trace))
+    assert not cache_env.exists() or not any(cache_env.iterdir())
+    monkeypatch.delenv("TRNTUI_NO_CACHE")
+    monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", str(1 << 40))
+    load_run(_run(trace))
+    assert not cache_env.exists() or not any(cache_env.iterdir())
+
+
+def test_cache_dir_resolution(monkeypatch, tmp_path):
+    monkeypatch.delenv("TRNTUI_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "trntui"
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache.cache_dir() == tmp_path / "mine"
+
+
+def test_corrupt_entry_is_a_miss(cache_env, trace):
+    load_run(_run(trace))
+    (entry,) = [p for p in cache_env.iterdir() if p.is_dir()]
+    (entry / "start.npy").write_bytes(b"garbage")
+    assert cache.load(_run(trace)) is None
+    assert len(load_run(_run(trace))) > 0
+
+
+def test_args_store_roundtrip():
+    raws = [b'{"a": 1}', None, b"{}", None]
+    store = cache.ArgsStore.from_raw(raws)
+    assert len(store) == 4
+    assert [store[i] for i in range(4)] == raws
+    assert store[-2] == b"{}"
+
+
+def test_summary_no_cache_flag(cache_env, trace, capsys):
+    from trntui.cli import main
+
+    assert main(["summary", str(trace), "--limit", "5"]) == 0
+    with_cache = capsys.readouterr().out
+    assert any(p.is_dir() for p in cache_env.iterdir())
+    assert main(["summary", str(trace), "--limit", "5"]) == 0  # from the cache
+    assert capsys.readouterr().out == with_cache
+    assert main(["summary", str(trace), "--limit", "5", "--no-cache"]) == 0
+    assert capsys.readouterr().out == with_cache

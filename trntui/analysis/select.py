@@ -1,0 +1,135 @@
+"""Event subsets for big traces: by `ProfilerStep#N` windows (`--steps 3-5`) or by a time window
+(`--window 100ms:250ms`). Pure functions over a `Profile`; `key_averages(profile, events=...)` takes the result.
+
+Rule: a host event belongs to a window when it starts inside it ([t0, t1)); a device row follows the op that
+launched it (a kernel of step 3 that runs after step 3's CPU window still counts for step 3); a device row
+with no known launcher counts by its own start.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from trntui.errors import TrntuiError
+from trntui.model.profile import Profile
+
+_STEP_RX = re.compile(r"ProfilerStep#(\d+)\Z")
+_TIME_RX = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*\Z")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    start: int
+    end: int
+    event: int
+
+
+def steps(profile: Profile) -> list[Step]:
+    """The `ProfilerStep#N` scopes of the profile, by start (one per number: the longest if repeated)."""
+    ids = {k: int(m.group(1)) for k, n in enumerate(profile.names) if (m := _STEP_RX.match(n))}
+    if not ids:
+        return []
+    idx = np.nonzero(np.isin(profile.name, np.fromiter(ids, np.int64, count=len(ids))))[0]
+    best: dict[int, Step] = {}
+    for i in idx.tolist():
+        num = ids[int(profile.name[i])]
+        s, e = int(profile.start[i]), int(profile.end[i])
+        old = best.get(num)
+        if old is None or e - s > old.end - old.start:
+            best[num] = Step(num, s, e, i)
+    return sorted(best.values(), key=lambda st: (st.start, st.number))
+
+
+def parse_steps(spec: str) -> list[tuple[int, int]]:
+    """`3`, `3-5`, `3-5,8,10-` → inclusive ranges (an open end is unbounded)."""
+    out: list[tuple[int, int]] = []
+    for part in spec.replace(" ", "").split(","):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d*)-(\d*)|(\d+)", part)
+        if not m:
+            raise TrntuiError(f"bad --steps {spec!r}: use N, N-M, N- or -M, comma-separated")
+        if m.group(3) is not None:
+            a = b = int(m.group(3))
+        else:
+            a = int(m.group(1)) if m.group(1) else 0
+            b = int(m.group(2)) if m.group(2) else 2**62
+        if a > b:
+            raise TrntuiError(f"bad --steps {spec!r}: {a} > {b}")
+        out.append((a, b))
+    if not out:
+        raise TrntuiError(f"bad --steps {spec!r}: empty")
+    return out
+
+
+def parse_time(text: str) -> int:
+    """`250ms`, `1.5s`, `300us`, `1200ns`, bare number = ms → ns."""
+    m = _TIME_RX.match(text)
+    if not m:
+        raise TrntuiError(f"bad time {text!r}: use a number with ns, us, ms or s (default ms)")
+    return int(round(float(m.group(1)) * _UNIT_NS[m.group(2) or "ms"]))
+
+
+def parse_window(spec: str, profile: Profile) -> tuple[int, int]:
+    """`T0:T1` relative to the profile's first event (either side may be empty) → absolute ns [t0, t1)."""
+    if ":" not in spec:
+        raise TrntuiError(f"bad --window {spec!r}: use T0:T1, e.g. 100ms:250ms or :2s")
+    a, b = spec.split(":", 1)
+    origin, last = profile.span
+    t0 = origin + parse_time(a) if a.strip() else origin
+    t1 = origin + parse_time(b) if b.strip() else last + 1
+    if t1 <= t0:
+        raise TrntuiError(f"bad --window {spec!r}: empty interval")
+    return t0, t1
+
+
+def windows_for_steps(profile: Profile, spec: str) -> list[tuple[int, int]]:
+    """Time windows of the selected steps; error if none of them is in the profile."""
+    ranges = parse_steps(spec)
+    all_steps = steps(profile)
+    if not all_steps:
+        raise TrntuiError("--steps: this profile has no ProfilerStep#N scopes (use --window)")
+    chosen = [st for st in all_steps if any(a <= st.number <= b for a, b in ranges)]
+    if not chosen:
+        nums = [st.number for st in all_steps]
+        raise TrntuiError(f"--steps {spec}: no such step (this profile has steps {min(nums)}-{max(nums)})")
+    return [(st.start, st.end) for st in chosen]
+
+
+def events_in_windows(profile: Profile, windows: list[tuple[int, int]]) -> np.ndarray:
+    """Indexes of the events that belong to any window (see the module rule), sorted."""
+    n = len(profile)
+    if not n or not windows:
+        return np.zeros(0, np.int64)
+    w = np.asarray(sorted(windows), np.int64).reshape(-1, 2)
+    start = profile.start
+    # a start is inside some window iff the last window starting at or before it has not ended yet
+    k = np.searchsorted(w[:, 0], start, side="right") - 1
+    ends = np.maximum.accumulate(w[:, 1])
+    inside = (k >= 0) & (start < ends[np.maximum(k, 0)])
+    from trntui.analysis.links import build_links
+
+    links = build_links(profile)
+    dev = links.device
+    launched = dev & (links.op_of >= 0)
+    sel = inside.copy()
+    sel[launched] = inside[links.op_of[launched]]
+    return np.nonzero(sel)[0]
+
+
+def select_events(profile: Profile, *, steps_spec: str | None = None, window_spec: str | None = None) -> np.ndarray | None:
+    """The event subset for `--steps` and/or `--window` (both: the intersection); None when neither is given."""
+    if not steps_spec and not window_spec:
+        return None
+    sel: np.ndarray | None = None
+    if steps_spec:
+        sel = events_in_windows(profile, windows_for_steps(profile, steps_spec))
+    if window_spec:
+        win = events_in_windows(profile, [parse_window(window_spec, profile)])
+        sel = win if sel is None else np.intersect1d(sel, win, assume_unique=True)
+    return sel

@@ -1,0 +1,314 @@
+"""A cache of parsed profiles, so re-opening a big trace skips the JSON parse (and key_averages).
+
+One entry per run (its set of trace files), in the user cache dir (`$TRNTUI_CACHE_DIR`, else
+`$XDG_CACHE_HOME/trntui`, else `~/.cache/trntui`), never next to the profile. An entry is a directory of
+plain `.npy` arrays plus one `meta.json` (no pickle: nothing in it is executed on load). It is valid only for
+the exact files it was built from: every file's resolved path, size and `mtime_ns`, and the trntui version
+and cache format; anything else is a miss and the entry is rebuilt.
+
+Stored: the event columns, names, categories, lanes, flows, metadata, the raw `args` bytes (concatenated,
+with per-event offsets, so `Profile.args(i)` works as before), and the default key_averages table, so
+`trntui summary` on a cached run does no parsing and no aggregation.
+
+Only runs made of Kineto files are cached (Neuron system traces load through other loaders), and only when
+the files are big enough to be worth it (`TRNTUI_CACHE_MIN_BYTES`, default 8 MB). `TRNTUI_NO_CACHE=1`
+disables the cache; `trntui summary --no-cache` bypasses it for one command.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+FORMAT = 1
+"""Bumped whenever what is stored changes."""
+
+DEFAULT_MIN_BYTES = 8 << 20
+MAX_ENTRIES = 8
+"""Least recently used entries beyond this many are removed when a new one is written."""
+
+_COLUMNS = ("start", "end", "lane", "name", "cat", "kind", "ext", "corr")
+_FLOW_COLUMNS = ("key", "event", "cat", "role")
+_TABLE_ARRAYS = (
+    "is_user_annotation",
+    "count",
+    "self_cpu_time_total",
+    "cpu_time_total",
+    "self_device_time_total",
+    "device_time_total",
+)
+
+
+def cache_dir() -> Path:
+    """Where entries live: `$TRNTUI_CACHE_DIR`, else `$XDG_CACHE_HOME/trntui`, else `~/.cache/trntui`."""
+    explicit = os.environ.get("TRNTUI_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "trntui"
+
+
+def enabled() -> bool:
+    return os.environ.get("TRNTUI_NO_CACHE", "") in ("", "0")
+
+
+def min_bytes() -> int:
+    try:
+        return int(os.environ.get("TRNTUI_CACHE_MIN_BYTES", DEFAULT_MIN_BYTES))
+    except ValueError:
+        return DEFAULT_MIN_BYTES
+
+
+class ArgsStore(Sequence):
+    """Per-event raw `args` JSON held as one byte blob plus offsets; `store[i]` is bytes, or None (no args).
+
+    Drop-in for the list of `msgspec.Raw` a fresh load keeps in `Profile.args_raw`.
+    """
+
+    def __init__(self, blob: Any, offsets: np.ndarray) -> None:
+        self.blob = blob
+        """uint8 array (possibly memory-mapped) or bytes: the args of every event, back to back."""
+        self.offsets = offsets
+        """int64, len(events) + 1: event i's args are blob[offsets[i]:offsets[i + 1]] (empty: no args)."""
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        if a == b:
+            return None
+        chunk = self.blob[a:b]
+        return chunk.tobytes() if isinstance(chunk, np.ndarray) else bytes(chunk)
+
+    @classmethod
+    def from_raw(cls, raws: Sequence[Any]) -> "ArgsStore":
+        """Pack a list of raw args (bytes-like or None) into one blob."""
+        if isinstance(raws, ArgsStore):
+            return raws
+        present = [r if r is not None else b"" for r in raws]
+        lengths = np.fromiter(map(len, present), np.int64, count=len(present))
+        offsets = np.zeros(len(present) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(b"".join(present), offsets)
+
+
+# ----------------------------------------------------------------------------------------------------
+# keys
+# ----------------------------------------------------------------------------------------------------
+def _version() -> str:
+    from trntui import __version__
+
+    return __version__
+
+
+def cacheable(run: Any) -> bool:
+    """Only pure-Kineto runs, whose files are all readable and big enough together."""
+    files = list(getattr(run, "framework_traces", []) or [])
+    if not files or getattr(run, "extra_loaders", None):
+        return False
+    try:
+        total = sum(Path(f).stat().st_size for f in files)
+    except OSError:
+        return False
+    return total >= min_bytes()
+
+
+def _stamp(files: Sequence[Path]) -> dict[str, Any]:
+    out = []
+    for f in files:
+        st = Path(f).stat()
+        out.append([str(Path(f).resolve()), st.st_size, st.st_mtime_ns])
+    return {"files": out, "version": _version(), "format": FORMAT}
+
+
+def entry_dir(files: Sequence[Path]) -> Path:
+    """The entry directory of a set of trace files (by resolved paths; validity is checked by the stamp)."""
+    h = hashlib.sha256("\0".join(str(Path(f).resolve()) for f in files).encode("utf-8", "surrogateescape"))
+    return cache_dir() / h.hexdigest()[:24]
+
+
+# ----------------------------------------------------------------------------------------------------
+# read
+# ----------------------------------------------------------------------------------------------------
+def load(run: Any) -> Any | None:
+    """The cached `Profile` of `run`, or None (not cacheable, no entry, stale entry, unreadable entry)."""
+    if not enabled() or not cacheable(run):
+        return None
+    files = list(run.framework_traces)
+    d = entry_dir(files)
+    try:
+        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("stamp") != _stamp(files):
+            return None
+        profile = _read_entry(d, meta)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.utime(d)  # recently used
+    except OSError:
+        pass
+    return profile
+
+
+def _read_entry(d: Path, meta: dict[str, Any]) -> Any:
+    from trntui.model.profile import Flows, Lane, Profile, ProfileMeta, Tier
+
+    def arr(name: str, mmap: bool = False) -> np.ndarray:
+        return np.load(d / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+
+    cols = {c: arr(c) for c in _COLUMNS}
+    lanes = []
+    for ld in meta["lanes"]:
+        ld = dict(ld)
+        ld["tier"] = Tier(ld["tier"])
+        lanes.append(Lane(**ld))
+    flows = Flows(**{c: arr(f"flow_{c}") for c in _FLOW_COLUMNS})
+    args = ArgsStore(arr("args_blob", mmap=True), arr("args_offsets"))
+    pmeta = ProfileMeta(**meta["profile_meta"])
+    profile = Profile(
+        names=meta["names"], cats=meta["cats"], lanes=lanes, flows=flows, args_raw=args, meta=pmeta, **cols
+    )
+    if "table" in meta:
+        profile.cache[("key_averages", False)] = _read_table(d, meta["table"], arr)
+    return profile
+
+
+def _read_table(d: Path, tmeta: dict[str, Any], arr: Any) -> Any:
+    from trntui.analysis.key_averages import OpTable
+
+    arrays = {k: arr(f"table_{k}") for k in _TABLE_ARRAYS}
+    members = arr("table_members")
+    bounds = arr("table_member_offsets")
+    rows_events = [members[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
+    return OpTable(
+        name=tmeta["name"],
+        device_type=tmeta["device_type"],
+        input_shapes=tmeta["input_shapes"],
+        backend=tmeta["backend"],
+        rows_events=rows_events,
+        sum_self_cpu=tmeta["sum_self_cpu"],
+        sum_self_device=tmeta["sum_self_device"],
+        device_time_source=tmeta["device_time_source"],
+        link_counts=tmeta["link_counts"],
+        **arrays,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# write
+# ----------------------------------------------------------------------------------------------------
+def store(run: Any, profile: Any, *, with_table: bool = True) -> Path | None:
+    """Write `profile` (and its default key_averages table) as the entry of `run`. Never raises for I/O."""
+    if not enabled() or not cacheable(run):
+        return None
+    files = list(run.framework_traces)
+    try:
+        stamp = _stamp(files)
+    except OSError:
+        return None
+    final = entry_dir(files)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+    except OSError:
+        return None
+    try:
+        _write_entry(tmp, profile, stamp, with_table)
+        if final.exists():
+            trash = final.with_name(final.name + f".old-{os.getpid()}")
+            os.replace(final, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        os.replace(tmp, final)
+    except (OSError, TypeError, ValueError):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    _prune(final.parent)
+    return final
+
+
+def _jsonable(value: Any) -> Any:
+    """Metadata values decoded from JSON are JSON again; anything else is dropped to its string."""
+    import msgspec
+
+    return json.loads(msgspec.json.encode(value, enc_hook=str))
+
+
+def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], with_table: bool) -> None:
+    def save(name: str, a: Any) -> None:
+        np.save(d / f"{name}.npy", np.ascontiguousarray(a), allow_pickle=False)
+
+    for c in _COLUMNS:
+        save(c, getattr(profile, c))
+    for c in _FLOW_COLUMNS:
+        save(f"flow_{c}", getattr(profile.flows, c))
+    args = ArgsStore.from_raw(profile.args_raw)
+    blob = args.blob if isinstance(args.blob, np.ndarray) else np.frombuffer(args.blob, np.uint8)
+    save("args_blob", blob)
+    save("args_offsets", args.offsets)
+    lanes = []
+    for lane in profile.lanes:
+        ld = dataclasses.asdict(lane)
+        ld["tier"] = int(lane.tier)
+        lanes.append(ld)
+    meta: dict[str, Any] = {
+        "stamp": stamp,
+        "names": list(profile.names),
+        "cats": list(profile.cats),
+        "lanes": lanes,
+        "profile_meta": _jsonable(dataclasses.asdict(profile.meta)),
+    }
+    if with_table:
+        from trntui.analysis.key_averages import key_averages
+
+        table = key_averages(profile)
+        for k in _TABLE_ARRAYS:
+            save(f"table_{k}", getattr(table, k))
+        members = [np.asarray(m, np.int64) for m in table.rows_events]
+        save("table_members", np.concatenate(members) if members else np.zeros(0, np.int64))
+        bounds = np.zeros(len(members) + 1, np.int64)
+        np.cumsum([len(m) for m in members], out=bounds[1:])
+        save("table_member_offsets", bounds)
+        meta["table"] = {
+            "name": table.name,
+            "device_type": table.device_type,
+            "input_shapes": table.input_shapes,
+            "backend": table.backend,
+            "sum_self_cpu": table.sum_self_cpu,
+            "sum_self_device": table.sum_self_device,
+            "device_time_source": table.device_time_source,
+            "link_counts": table.link_counts,
+        }
+    (d / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _prune(root: Path) -> None:
+    try:
+        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".tmp-")]
+        entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in entries[MAX_ENTRIES:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def clear() -> None:
+    """Remove every entry."""
+    shutil.rmtree(cache_dir(), ignore_errors=True)
