@@ -16,7 +16,8 @@ from trntui.model.profile import Profile
 GLYPHS = " ░▒▓█"
 """Cell shades by busy fraction: empty, ≤ 1/3, ≤ 2/3, < 1, full."""
 
-_GLYPH_ARRAY = np.array(list(GLYPHS))
+_LEVELS = np.array([0.0, 1 / 3, 2 / 3, 0.999])
+_TRANSLATE = {k: g for k, g in enumerate(GLYPHS)}
 
 
 @dataclass
@@ -135,32 +136,40 @@ def cell_bounds(t0: int, ns_per_cell: float, cells: int) -> np.ndarray:
     return np.int64(t0) + np.floor(np.arange(cells + 1, dtype=np.float64) * ns_per_cell).astype(np.int64)
 
 
-def busy_fractions(busy: Intervals, t0: int, ns_per_cell: float, cells: int) -> np.ndarray:
-    """Fraction (0..1) of each cell covered by `busy`."""
+def busy_fractions(
+    busy: Intervals, t0: int, ns_per_cell: float, cells: int, bounds: np.ndarray | None = None
+) -> np.ndarray:
+    """Fraction (0..1) of each cell covered by `busy` (`bounds`: precomputed `cell_bounds`, shared by rows)."""
     if len(busy) == 0 or cells <= 0:
         return np.zeros(max(cells, 0))
-    bounds = cell_bounds(t0, ns_per_cell, cells)
+    if bounds is None:
+        bounds = cell_bounds(t0, ns_per_cell, cells)
     f = busy.busy_before(bounds)
-    return np.clip(np.diff(f) / np.maximum(np.diff(bounds), 1), 0.0, 1.0)
+    widths = bounds[1:] - bounds[:-1]
+    return (f[1:] - f[:-1]) / np.maximum(widths, 1)
 
 
 def shade(fractions: np.ndarray) -> str:
     """Cells as glyphs from `GLYPHS`: any busy time shows at least the lightest shade."""
-    level = np.where(
-        fractions <= 0,
-        0,
-        np.where(fractions <= 1 / 3, 1, np.where(fractions <= 2 / 3, 2, np.where(fractions < 0.999, 3, 4))),
-    )
-    return "".join(_GLYPH_ARRAY[level].tolist())
+    level = np.searchsorted(_LEVELS, fractions, side="left").astype(np.uint8)
+    return level.tobytes().decode("latin-1").translate(_TRANSLATE)
 
 
-def row_cells(row: TimelineRow, t0: int, ns_per_cell: float, cells: int, selected: Intervals | None = None) -> tuple[str, np.ndarray]:
-    """(glyphs, highlighted mask) for one row over `cells` cells from `t0`."""
-    text = shade(busy_fractions(row.busy, t0, ns_per_cell, cells))
+def row_cells(
+    row: TimelineRow,
+    t0: int,
+    ns_per_cell: float,
+    cells: int,
+    selected: Intervals | None = None,
+    bounds: np.ndarray | None = None,
+) -> tuple[str, np.ndarray | None]:
+    """(glyphs, highlighted mask or None when nothing is highlighted) for one row over `cells` cells from `t0`."""
+    if bounds is None:
+        bounds = cell_bounds(t0, ns_per_cell, cells)
+    text = shade(busy_fractions(row.busy, t0, ns_per_cell, cells, bounds))
     if selected is None or len(selected) == 0:
-        return text, np.zeros(cells, bool)
-    b = cell_bounds(t0, ns_per_cell, cells)
-    return text, selected.touches(b[:-1], b[1:])
+        return text, None
+    return text, selected.touches(bounds[:-1], bounds[1:])
 
 
 def selected_intervals(rows: list[TimelineRow], selected: np.ndarray) -> list[Intervals | None]:

@@ -66,7 +66,7 @@ def describe(profile: "Profile", run_name: str, source: str) -> str:
 class TrntuiApp(App[None]):
     """Find the hotspot, see it on the timeline, follow it down to the hardware — with the keyboard."""
 
-    CSS_PATH = "trntui.tcss"
+    CSS_PATH = Path(__file__).with_name("trntui.tcss")
     TITLE = "trntui"
     COMMANDS = App.COMMANDS | {ActionsProvider}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]
@@ -226,12 +226,14 @@ class TrntuiApp(App[None]):
     @on(OpTableView.TitleChanged)
     @on(Timeline.TitleChanged)
     @on(ChainView.TitleChanged)
-    def _title_changed(self) -> None:
-        self._titles()
+    def _title_changed(self, message: OpTableView.TitleChanged | Timeline.TitleChanged | ChainView.TitleChanged) -> None:
+        pane = message.pane
+        pane.border_title = Text(pane.title)
 
     @on(OpTableView.OpSelected)
     def _op_selected(self, message: OpTableView.OpSelected) -> None:
-        self.select_op(message.row)
+        if message.control is self.ops:
+            self.select_op(message.row)
 
     def select_op(self, row: int) -> None:
         """Make OpTable row `row` the selection: highlight its instances (and what they launched), chain the
@@ -254,6 +256,8 @@ class TrntuiApp(App[None]):
 
     @on(Timeline.EventChosen)
     def _event_chosen(self, message: Timeline.EventChosen) -> None:
+        if message.control is not self.timeline:
+            return  # a timeline on another screen (compare view) handles its own chain
         self.chain.show_event(message.event)
         self._titles()
 

@@ -16,6 +16,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from trntui.analysis.timeline import format_ns, format_offset
 from trntui.model.profile import Tier
@@ -60,6 +61,15 @@ class ChainView(ScrollView, can_focus=True):
 
     class TitleChanged(Message):
         """The chain shown (or the args toggle) changed; the pane title names the event."""
+
+        def __init__(self, pane: "Widget") -> None:
+            self.pane = pane
+            """The widget whose `title` changed."""
+            super().__init__()
+
+        @property
+        def control(self) -> "Widget":
+            return self.pane
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -182,7 +192,7 @@ class ChainView(ScrollView, can_focus=True):
                 lines.append([("a: show args (input dims, types)", "muted")])
         self.lines = lines
         self.virtual_size = Size(self.size.width, len(lines))
-        self.post_message(self.TitleChanged())
+        self.post_message(self.TitleChanged(self))
         self.refresh()
 
     # -- actions ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from trntui.report import format_time
 from trntui.textsafe import safe_text
@@ -111,15 +112,29 @@ class OpTableView(ScrollView, can_focus=True):
     class OpSelected(Message):
         """Enter on a row: the op (row `row` of the OpTable) becomes the selection everywhere."""
 
-        def __init__(self, row: int) -> None:
+        def __init__(self, table: "OpTableView", row: int) -> None:
+            self.table = table
             self.row = row
             super().__init__()
+
+        @property
+        def control(self) -> "OpTableView":
+            return self.table
 
     class FilterRequested(Message):
         """`/` pressed: the pane should show its filter input."""
 
     class TitleChanged(Message):
         """The sort or filter changed (the pane title shows them)."""
+
+        def __init__(self, pane: "Widget") -> None:
+            self.pane = pane
+            """The widget whose `title` changed."""
+            super().__init__()
+
+        @property
+        def control(self) -> "Widget":
+            return self.pane
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -137,6 +152,7 @@ class OpTableView(ScrollView, can_focus=True):
         """The OpTable row selected with Enter (highlighted)."""
         self._version = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._style_cache: tuple[object, dict[str, Style]] = (None, {})
 
     # -- data ------------------------------------------------------------------------------------
     def set_table(self, table: "OpTable") -> None:
@@ -193,7 +209,7 @@ class OpTableView(ScrollView, can_focus=True):
         self._cache.clear()
         self.cursor = min(self.cursor, max(len(self.view) - 1, 0))
         self.virtual_size = Size(self.size.width, len(self.view) + 1)
-        self.post_message(self.TitleChanged())
+        self.post_message(self.TitleChanged(self))
         self._scroll_cursor_visible()
         self.refresh()
 
@@ -243,7 +259,7 @@ class OpTableView(ScrollView, can_focus=True):
         self.selected_row = int(self.view[self.cursor])
         self._cache.clear()
         self.refresh()
-        self.post_message(self.OpSelected(self.selected_row))
+        self.post_message(self.OpSelected(self, self.selected_row))
 
     def action_cycle_sort(self) -> None:
         if self.columns:
@@ -282,6 +298,23 @@ class OpTableView(ScrollView, can_focus=True):
         name_width = max(width - fixed, 8)
         return [c.width or name_width for c in self.columns]
 
+    def _styles(self) -> dict[str, Style]:
+        """Widget and component styles, computed once per theme and focus state (`rich_style` walks the DOM)."""
+        key = (self.app.theme, self.has_focus)
+        if self._style_cache[0] != key:
+            base = self.rich_style
+            styles = {"base": base}
+            for part in ("header", "cursor", "selected"):
+                styles[part] = base + self.get_component_rich_style(f"op-table--{part}")
+            styles["selected-cursor"] = styles["selected"] + self.get_component_rich_style("op-table--cursor")
+            self._style_cache = (key, styles)
+        return self._style_cache[1]
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style_cache = (None, {})
+        self._cache.clear()
+
     def _line(self, cells: list[str], style: Style) -> Strip:
         return Strip([Segment(" ".join(cells), style)])
 
@@ -292,27 +325,28 @@ class OpTableView(ScrollView, can_focus=True):
             if i == self.sort_index:
                 title = f"{title}{'↓' if self.descending else '↑'}"
             cells.append(_fit(title, w, col.numeric))
-        style = self.rich_style + self.get_component_rich_style("op-table--header")
-        return self._line(cells, style).crop_extend(0, width, self.rich_style)
+        styles = self._styles()
+        return self._line(cells, styles["header"]).crop_extend(0, width, styles["base"])
 
     def _render_row(self, position: int, width: int) -> Strip:
         table = self.table
+        styles = self._styles()
         if table is None or position >= len(self.view):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, styles["base"])
         k = int(self.view[position])
         cells = [_fit(_format(table, c.key, k), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
-        style = self.rich_style
-        if k == self.selected_row:
-            style = style + self.get_component_rich_style("op-table--selected")
+        role = "selected" if k == self.selected_row else "base"
         if position == self.cursor:
-            style = style + self.get_component_rich_style("op-table--cursor")
+            role = "selected-cursor" if role == "selected" else "cursor"
+        style = styles[role]
         return self._line(cells, style).crop_extend(0, width, style)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width or self.size.width
         if self.table is None:
+            base = self._styles()["base"]
             text = "no profile loaded" if y == 0 else ""
-            return Strip([Segment(text, self.rich_style)]).crop_extend(0, width, self.rich_style)
+            return Strip([Segment(text, base)]).crop_extend(0, width, base)
         if y == 0:
             return self._header(width)
         position = int(self.scroll_offset.y) + y - 1

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.message import Message
@@ -24,6 +25,7 @@ from trntui.analysis.timeline import (
     Intervals,
     TimelineRow,
     build_rows,
+    cell_bounds,
     display_span,
     event_at,
     format_ns,
@@ -114,12 +116,26 @@ class Timeline(Widget, can_focus=True):
     class EventChosen(Message):
         """Enter on the timeline: show the chain of event `event`."""
 
-        def __init__(self, event: int) -> None:
+        def __init__(self, timeline: "Timeline", event: int) -> None:
+            self.timeline = timeline
             self.event = event
             super().__init__()
 
+        @property
+        def control(self) -> "Timeline":
+            return self.timeline
+
     class TitleChanged(Message):
         """The window or scale changed (the pane title shows them)."""
+
+        def __init__(self, pane: "Widget") -> None:
+            self.pane = pane
+            """The widget whose `title` changed."""
+            super().__init__()
+
+        @property
+        def control(self) -> "Widget":
+            return self.pane
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -148,6 +164,12 @@ class Timeline(Widget, can_focus=True):
         self._selection_version = 0
         self._fitted = True
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._style_cache: tuple[object, dict[str, Style]] = (None, {})
+        self._label_width: tuple[object, int] = (None, 8)
+        self._bounds: tuple[object, np.ndarray] = (None, np.empty(0, np.int64))
+        self._width = 0
+        self._height = 0
+        """The widget's size, kept from the last Resize (`Widget.size` costs a DOM walk per call)."""
 
     # -- model -----------------------------------------------------------------------------------
     def set_profile(self, profile: "Profile") -> None:
@@ -188,17 +210,37 @@ class Timeline(Widget, can_focus=True):
     # -- geometry --------------------------------------------------------------------------------
     @property
     def label_width(self) -> int:
-        width = self.size.width or 80
-        longest = max((len(d.title) for d in self.display_rows), default=8)
-        return max(8, min(longest, 28, width // 4))
+        width = self._width or 80
+        key = (width, len(self.display_rows))
+        if self._label_width[0] != key:
+            longest = max((len(d.title) for d in self.display_rows), default=8)
+            self._label_width = (key, max(8, min(longest, 28, width // 4)))
+        return self._label_width[1]
+
+    def _styles(self) -> dict[str, Style]:
+        """Rich styles of the component classes, combined with the widget style (computed once per theme and
+        focus state: `rich_style` walks the DOM and costs more than drawing a row)."""
+        key = (self.app.theme, self.has_focus)
+        if self._style_cache[0] != key:
+            base = self.rich_style
+            styles = {"base": base}
+            for part in ("label", "tier", "busy", "selected", "cursor", "ruler"):
+                styles[part] = base + self.get_component_rich_style(f"timeline--{part}")
+            self._style_cache = (key, styles)
+        return self._style_cache[1]
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style_cache = (None, {})
+        self._cache.clear()
 
     @property
     def cells(self) -> int:
-        return max((self.size.width or 80) - self.label_width - 1, 1)
+        return max((self._width or 80) - self.label_width - 1, 1)
 
     @property
     def visible_rows(self) -> int:
-        return max((self.size.height or 10) - HEADER_LINES, 1)
+        return max((self._height or 10) - HEADER_LINES, 1)
 
     @property
     def cursor_col(self) -> int:
@@ -251,7 +293,7 @@ class Timeline(Widget, can_focus=True):
         self._changed()
 
     def _changed(self) -> None:
-        self.post_message(self.TitleChanged())
+        self.post_message(self.TitleChanged(self))
         self.refresh()
 
     @property
@@ -394,12 +436,12 @@ class Timeline(Widget, can_focus=True):
         if event < 0:
             self.notify("No event under the cursor", severity="warning")
             return
-        self.post_message(self.EventChosen(event))
+        self.post_message(self.EventChosen(self, event))
 
     # -- rendering -------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        base = self.rich_style
+        width = self._width
+        base = self._styles()["base"]
         if self.profile is None:
             text = "no profile loaded" if y == 0 else ""
             return Strip([Segment(text, base)]).crop_extend(0, width, base)
@@ -427,14 +469,15 @@ class Timeline(Widget, can_focus=True):
         return strip
 
     def _render_row(self, k: int, width: int, is_cursor: bool) -> Strip:
-        base = self.rich_style
+        styles = self._styles()
+        base = styles["base"]
         item = self.display_rows[k]
         lw = self.label_width
         if item.row is None:
-            style = base + self.get_component_rich_style("timeline--tier")
+            style = styles["tier"]
             text = f"── {item.title} "
             return Strip([Segment(text + "─" * max(width - len(text), 0), style)]).crop_extend(0, width, base)
-        label_style = base + self.get_component_rich_style("timeline--label")
+        label_style = styles["label"]
         if is_cursor:
             label_style = label_style + Style(reverse=self.has_focus, bold=True)
         label = left_truncate(item.title, lw)
@@ -448,24 +491,33 @@ class Timeline(Widget, can_focus=True):
                 label = "▸" + left_truncate(item.title, lw - 1)
         segments = [Segment(label, label_style), Segment(" ", base)]
         cells = self.cells
-        glyphs, marked = row_cells(item.row, self._abs(self.t0), self.ns_per_cell, cells, self._selected[item.index])
-        busy = base + self.get_component_rich_style("timeline--busy")
-        selected = base + self.get_component_rich_style("timeline--selected")
+        t0 = self._abs(self.t0)
+        bounds_key = (t0, self.ns_per_cell, cells)
+        if self._bounds[0] != bounds_key:
+            self._bounds = (bounds_key, cell_bounds(t0, self.ns_per_cell, cells))
+        glyphs, marked = row_cells(item.row, t0, self.ns_per_cell, cells, self._selected[item.index], self._bounds[1])
+        busy = styles["busy"]
+        selected = styles["selected"]
         cursor_col = self.cursor_col if is_cursor else -1
+        if marked is None and not 0 <= cursor_col < cells:
+            segments.append(Segment(glyphs, busy))
+            return Strip(segments).crop_extend(0, width, base)
+        if marked is None:
+            marked = np.zeros(cells, bool)
         # runs of equal style
-        styles = np.where(marked, 1, 0)
+        kinds = marked.astype(np.int8)
         if 0 <= cursor_col < cells:
-            styles[cursor_col] = 2
+            kinds[cursor_col] = 2
         palette = (busy, selected, None)
         start = 0
-        for cut in list(np.nonzero(np.diff(styles))[0] + 1) + [cells]:
-            kind = int(styles[start])
+        for cut in list(np.nonzero(np.diff(kinds))[0] + 1) + [cells]:
+            kind = int(kinds[start])
             text = glyphs[start:cut]
             if kind == 2:
                 style = (selected if marked[start] else busy) + Style(reverse=True)
                 if text == " ":
                     text = "│"
-                    style = base + self.get_component_rich_style("timeline--cursor")
+                    style = styles["cursor"]
             else:
                 style = palette[kind]
             segments.append(Segment(text, style))
@@ -473,8 +525,8 @@ class Timeline(Widget, can_focus=True):
         return Strip(segments).crop_extend(0, width, base)
 
     def _ruler(self, width: int) -> Strip:
-        base = self.rich_style
-        style = base + self.get_component_rich_style("timeline--ruler")
+        base = self._styles()["base"]
+        style = self._styles()["ruler"]
         lw = self.label_width
         head = f"{format_ns(self.ns_per_cell)}/cell".ljust(lw)[:lw] + " "
         cells = self.cells
@@ -493,7 +545,7 @@ class Timeline(Widget, can_focus=True):
         return Strip([Segment(head + "".join(line), style)]).crop_extend(0, width, base)
 
     def _status(self, width: int) -> Strip:
-        base = self.rich_style
+        base = self._styles()["base"]
         profile = self.profile
         at = f"@{format_offset(self.cursor_t)}"
         event = self.event_under_cursor() if profile is not None else -1
@@ -509,9 +561,10 @@ class Timeline(Widget, can_focus=True):
 
     def lane_text(self, k: int) -> str:
         """Plain text of display row `k` (tests, docs)."""
-        return self._render_row(k, self.size.width or 80, k == self.cursor_row).text
+        return self._render_row(k, self._width or 80, k == self.cursor_row).text
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
+        self._width, self._height = event.size.width, event.size.height
         self._cache.clear()
         if self._fitted and self.profile is not None:
             self.fit()
