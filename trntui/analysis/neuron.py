@@ -44,39 +44,47 @@ def add_neuron_edges(profile: Profile, links: Links) -> None:
     dst: list[int] = []
     rules: list[int] = []
 
-    # nrt_sequence_id groups (kept in `corr` for system rows)
+    # nrt_sequence_id groups (kept in `corr` for system rows), vectorised per group
     seq_rows = np.nonzero(system & (profile.corr >= 0))[0]
     if len(seq_rows):
         sched = profile.name_id("nrta_execute_schedule")
-        order = seq_rows[np.lexsort((profile.start[seq_rows], profile.corr[seq_rows]))]
-        keys = profile.corr[order]
-        bounds = np.nonzero(np.diff(keys))[0] + 1
-        for group in np.split(order, bounds):
-            g = group.tolist()
-            fw = [e for e in g if tiers[e] <= Tier.DEVICE]
-            rt = [e for e in g if tiers[e] == Tier.RUNTIME]
-            hw = [e for e in g if tiers[e] == Tier.HARDWARE]
-            if not rt:
-                continue
-            rep = next((e for e in rt if profile.name[e] == sched), rt[0])
-            if fw and not has_pred[rep]:
-                src.append(fw[-1])
-                dst.append(rep)
-                rules.append(Rule.SEQUENCE)
-                has_pred[rep] = True
-            for h in hw:
-                if not has_pred[h]:
-                    src.append(rep)
-                    dst.append(h)
-                    rules.append(Rule.SEQUENCE)
-                    has_pred[h] = True
+        corr = profile.corr
+        t = tiers[seq_rows]
+        rt = seq_rows[t == int(Tier.RUNTIME)]
+        fw = seq_rows[t <= int(Tier.DEVICE)]
+        hw = seq_rows[t == int(Tier.HARDWARE)]
+        if len(rt):
+            # representative runtime row per id: nrta_execute_schedule first, else the earliest
+            o = np.lexsort((profile.start[rt], profile.name[rt] != sched, corr[rt]))
+            rts = rt[o]
+            keys, first = np.unique(corr[rts], return_index=True)
+            reps = rts[first]
+            if len(fw):
+                o = np.lexsort((profile.start[fw], corr[fw]))
+                fws = fw[o]
+                fkeys, last_idx = np.unique(corr[fws][::-1], return_index=True)
+                fw_last = fws[::-1][last_idx]
+                pos = np.searchsorted(keys, fkeys)
+                pos = np.minimum(pos, len(keys) - 1)
+                hit = keys[pos] == fkeys
+                r = reps[pos[hit]]
+                f = fw_last[hit]
+                ok = ~has_pred[r]
+                src.extend(f[ok].tolist())
+                dst.extend(r[ok].tolist())
+                rules.extend([int(Rule.SEQUENCE)] * int(ok.sum()))
+                has_pred[r[ok]] = True
+            if len(hw):
+                h = hw[~has_pred[hw]]
+                pos = np.minimum(np.searchsorted(keys, corr[h]), len(keys) - 1)
+                hit = keys[pos] == corr[h]
+                src.extend(reps[pos[hit]].tolist())
+                dst.extend(h[hit].tolist())
+                rules.extend([int(Rule.SEQUENCE)] * int(hit.sum()))
+                has_pred[h[hit]] = True
 
     # framework device events without an op above them: innermost op of the process containing their start
-    if src:
-        has_pred_fw = has_pred
-    else:
-        has_pred_fw = has_pred
-    fw_dev = np.nonzero(_cats(profile, ("neuron_framework",)) & (tiers == Tier.DEVICE) & ~has_pred_fw)[0]
+    fw_dev = np.nonzero(_cats(profile, ("neuron_framework",)) & (tiers == int(Tier.DEVICE)) & ~has_pred)[0]
     if len(fw_dev):
         pid_of_lane = np.array([l.pid for l in profile.lanes] or [0], np.int64)
         pids = pid_of_lane[profile.lane]

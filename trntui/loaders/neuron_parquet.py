@@ -17,7 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from trntui.errors import LoadError
-from trntui.loaders.neuron_system import SystemRows, add_system_rows, rows_from_records
+import json
+
+import numpy as np
+
+from trntui.loaders.neuron_system import (
+    SystemRows,
+    add_system_rows,
+    concat_rows,
+    infer_source,
+    parse_extra,
+    parse_flow_ids,
+    to_int,
+)
+from trntui.model.profile import NO_ID
 from trntui.model.builder import ProfileBuilder
 
 EVENTS = "SystemProfileEvents"
@@ -92,7 +105,179 @@ def read_system_rows(directory: Path) -> SystemRows:
     columns = set().union(*(t.column_names for t in tables))
     if "name" not in columns or not ({"start_ts", "timestamp"} & columns):
         raise LoadError(files[0], f"{EVENTS} has no name/start_ts columns (columns: {', '.join(sorted(columns))})")
-    return rows_from_records([r for t in tables for r in t.to_pylist()])
+    return concat_rows([rows_from_arrow(t) for t in tables])
+
+
+# ------------------------------------------------------------------------------------------------------
+# columnar conversion (pyarrow compute; Python only for the few values that need it)
+# ------------------------------------------------------------------------------------------------------
+SEQ_KEYS = ("nrt_sequence_id", "nrta_seq_id")
+
+
+def _column(table: Any, *names: str) -> Any:
+    for name in names:
+        if name in table.column_names:
+            return table.column(name)
+    return None
+
+
+def _ints(col: Any, n: int) -> np.ndarray:
+    """int64 values, -1 for nulls / unparsable; numeric strings are parsed exactly (no float detour)."""
+    pa, _ = _pyarrow()
+    import pyarrow.compute as pc
+
+    if col is None:
+        return np.full(n, NO_ID, np.int64)
+    t = col.type
+    try:
+        if pa.types.is_integer(t) or pa.types.is_boolean(t):
+            return np.array(pc.cast(col, pa.int64()).fill_null(NO_ID).to_numpy(), np.int64)
+        if pa.types.is_floating(t):
+            return np.array(pc.cast(pc.floor(col), pa.int64(), safe=False).fill_null(NO_ID).to_numpy(), np.int64)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            trimmed = pc.utf8_trim_whitespace(col)
+            blank = pc.equal(trimmed, "")
+            cleaned = pc.if_else(blank, pa.scalar(None, trimmed.type), trimmed)
+            return np.array(pc.cast(cleaned, pa.int64()).fill_null(NO_ID).to_numpy(), np.int64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+        pass
+    return np.fromiter((to_int(v) for v in col.to_pylist()), np.int64, count=n)
+
+
+def _strings(col: Any, n: int) -> list[Any]:
+    if col is None:
+        return [None] * n
+    pa, _ = _pyarrow()
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return [None if v is None else str(v) for v in col.to_pylist()]
+    return col.to_pylist()
+
+
+def rows_from_arrow(table: Any) -> SystemRows:
+    """`SystemProfileEvents` (one Parquet part) → `SystemRows`, column by column."""
+    import pyarrow.compute as pc
+
+    pa, _ = _pyarrow()
+    n = table.num_rows
+    notes: list[str] = []
+    name = _strings(_column(table, "name"), n)
+    start = _ints(_column(table, "start_ts", "timestamp", "timestamp_ns"), n)
+    end = _ints(_column(table, "end_ts"), n)
+    dur = _ints(_column(table, "duration_ns", "duration"), n)
+    end = np.where(end == NO_ID, start + np.maximum(dur, 0), end)
+    pid = _ints(_column(table, "process_id"), n)
+    tid = _ints(_column(table, "thread_id"), n)
+    nc = _ints(_column(table, "nc_idx", "lnc_idx"), n)
+    pcore = _ints(_column(table, "pcore_idx", "device_core_idx"), n)
+    seq = _ints(_column(table, *SEQ_KEYS), n)
+    stream = _strings(_column(table, "framework_stream_id"), n)
+    instance = [x or "" for x in _strings(_column(table, "instance_id"), n)]
+    src_col = _column(table, "trace_event_source")
+    group_col = _column(table, "group")
+    if src_col is not None and src_col.null_count == 0 and group_col is None:
+        d = src_col.combine_chunks().dictionary_encode() if hasattr(src_col, "combine_chunks") else src_col.dictionary_encode()
+        mapped = [infer_source("", v) for v in d.dictionary.to_pylist()]
+        source = [mapped[c] for c in d.indices.to_numpy(zero_copy_only=False).tolist()]
+    else:
+        raw_source = _strings(src_col, n)
+        group = _strings(group_col, n)
+        cache: dict[tuple, str] = {}
+        source = []
+        for nm, sv, gv in zip(name, raw_source, group):
+            key = (sv, gv, nm if sv is None else None)
+            v = cache.get(key)
+            if v is None:
+                v = cache[key] = infer_source(nm or "", sv, gv)
+            source.append(v)
+
+    # extra attributes: the few keys needed for lanes/links are pulled out with Arrow regexes; the rest stay
+    # raw JSON text, parsed only when someone looks at the event
+    extra_col = _column(table, "extra_attributes_json")
+    extra: list[Any] = [None] * n
+    if extra_col is not None and (pa.types.is_string(extra_col.type) or pa.types.is_large_string(extra_col.type)):
+        extra = extra_col.to_pylist()
+
+        def pull(key: str) -> np.ndarray:
+            got = pc.extract_regex(extra_col, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
+            return _ints(pc.struct_field(got, [0]), n)
+
+        for target, keys in ((seq, SEQ_KEYS), (pcore, ("device_core_idx",)), (nc, ("nc_idx", "lnc_idx"))):
+            for key in keys:
+                missing = target == NO_ID
+                if not missing.any():
+                    break
+                vals = pull(key)
+                target[missing] = vals[missing]
+    elif extra_col is not None:
+        extra = [json.dumps(v) if isinstance(v, dict) else None for v in extra_col.to_pylist()]
+
+    # flow ids: list<string|int> exploded in Arrow; strings (JSON or "1,2") parsed per row
+    flow_col = _column(table, "flow_id")
+    frow = np.empty(0, np.int64)
+    fkey = np.empty(0, np.int64)
+    flow_text: dict[int, list[str]] = {}
+    if flow_col is not None:
+        t = flow_col.type
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            flat = pc.list_flatten(flow_col)
+            parents = pc.list_parent_indices(flow_col)
+            keys = _ints(flat, len(flat))
+            rows_ = np.asarray(parents.to_numpy(zero_copy_only=False), np.int64)
+            ok = keys != NO_ID
+            frow, fkey = rows_[ok], keys[ok]
+        else:
+            fr: list[int] = []
+            fk: list[int] = []
+            for k, v in enumerate(flow_col.to_pylist()):
+                for f in parse_flow_ids(v):
+                    fr.append(k)
+                    fk.append(f)
+            frow, fkey = np.asarray(fr, np.int64), np.asarray(fk, np.int64)
+        for k, f in zip(frow.tolist(), fkey.tolist()):
+            flow_text.setdefault(k, []).append(str(f))
+
+    # args: JSON text per row (parsed on demand by Profile.args): id, flow ids, the extra attributes
+    ids = _column(table, "id")
+    id_list = ids.to_pylist() if ids is not None else [None] * n
+    flow_json = {k: '"flow_id":["' + '","'.join(v) + '"]' for k, v in flow_text.items()}
+    args: list[Any] = []
+    for k, (i, x) in enumerate(zip(id_list, extra)):
+        parts = []
+        if i is not None:
+            parts.append(f'"id":"{i}"' if isinstance(i, int) else f'"id":{json.dumps(str(i))}')
+        f = flow_json.get(k)
+        if f is not None:
+            parts.append(f)
+        if x:
+            x = x.strip()
+            if x.startswith("{") and x.endswith("}") and len(x) > 2:
+                body = x[1:-1].strip()
+                if body:
+                    parts.append(body)
+        args.append("{" + ",".join(parts) + "}" if parts else None)
+
+    missing = np.array([not x for x in name], bool) | (start == NO_ID)
+    rows = SystemRows(
+        name=[x or "" for x in name],
+        start=start,
+        end=np.maximum(end, start),
+        source=source,
+        instance=instance,
+        pid=pid,
+        tid=tid,
+        nc=nc,
+        pcore=pcore,
+        stream=[None if x in (None, "") else x for x in stream],
+        seq=seq,
+        flow_row=frow,
+        flow_key=fkey,
+        args=args,
+        notes=notes,
+    )
+    if missing.any():
+        rows.notes.append(f"{int(missing.sum())} system-trace row(s) without a name or timestamp skipped")
+        rows = rows.take(~missing)
+    return rows
 
 
 def load_parquet_export(

@@ -73,7 +73,8 @@ class SystemRows:
     flow_row: np.ndarray
     """Exploded `flow_id`: row index of each (row, flow value) pair."""
     flow_key: np.ndarray
-    args: list[dict[str, Any]]
+    args: list[Any]
+    """Per row: a dict, or a JSON object string parsed on demand (the columnar Parquet path), or None."""
     notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -358,52 +359,65 @@ def add_system_rows(
     # --- lanes --------------------------------------------------------------------------------------------------
     keep = ~dups
     kidx = np.nonzero(keep)[0]
+    # one lane per (kind, instance, pid, ident): codes per row, unique combos, one builder.lane per combo
+    src_code = np.array([0 if rows.source[k] == "framework" else 2 if rows.source[k] == "neuron_hw" else 1
+                         for k in kidx.tolist()], np.int64)
+    inst_ids: dict[str, int] = {}
+    inst_code = np.fromiter((inst_ids.setdefault(rows.instance[k] or instance_hint, len(inst_ids)) for k in kidx.tolist()),
+                            np.int64, count=len(kidx))
+    stream_ids: dict[str | None, int] = {None: -1}
+    stream_code = np.fromiter((stream_ids.setdefault(rows.stream[k], len(stream_ids) - 1) for k in kidx.tolist()),
+                              np.int64, count=len(kidx))
+    pid = rows.pid[kidx]
+    tid = rows.tid[kidx]
+    ncs = rows.nc[kidx]
+    pcs = rows.pcore[kidx]
+    fw = src_code == 0
+    hwm = src_code == 2
+    a_col = np.where(fw, stream_code, ncs)  # framework: stream; runtime/hardware: logical core
+    b_col = np.where(fw, np.where(stream_code >= 0, NO_ID, tid), np.where(hwm, pcs, np.where(ncs == NO_ID, tid, NO_ID)))
+    uniq, inverse = _unique_rows([src_code, inst_code, pid, a_col, b_col])
+    inst_names = list(inst_ids)
+    stream_names = {v: k for k, v in stream_ids.items()}
     cat_fw = builder.intern_cat(CAT_FRAMEWORK)
     cat_rt = builder.intern_cat(CAT_RUNTIME)
     cat_hw = builder.intern_cat(CAT_HARDWARE)
-    lane_ids = np.empty(len(kidx), np.int32)
-    cat_ids = np.empty(len(kidx), np.int16)
-    lane_cache: dict[tuple, int] = {}
-    for j, k in enumerate(kidx.tolist()):
-        src = rows.source[k]
-        p = int(rows.pid[k])
-        t = int(rows.tid[k])
-        inst = rows.instance[k] or instance_hint
-        ncv = int(rows.nc[k])
-        if src == "framework":
-            st = rows.stream[k]
-            key = ("fw", inst, p, st if st is not None else None, t if st is None else None)
-            cat_ids[j] = cat_fw
-        elif src == "neuron_hw":
-            pc = int(rows.pcore[k])
-            key = ("hw", inst, p, ncv, pc)
-            cat_ids[j] = cat_hw
-        else:
-            key = ("rt", inst, p, ncv, t if ncv == NO_ID else None)
-            cat_ids[j] = cat_rt
-        lid = lane_cache.get(key)
-        if lid is None:
-            if key[0] == "fw":
-                if key[3] is not None:
-                    lid = builder.lane(Tier.DEVICE, "framework", f"Stream:{key[3]}", p, to_int(key[3], 0), instance=inst)
-                else:
-                    lid = builder.lane(Tier.DISPATCH, "framework", f"TID:{t}", p, t, instance=inst)
-            elif key[0] == "hw":
-                lnc = ncv if ncv != NO_ID else 0
-                pc = key[4] if key[4] != NO_ID else lnc
-                lid = builder.lane(Tier.HARDWARE, "neuron_hw", f"NC{lnc}:{pc}", p, pc, instance=inst)
+    lane_of_combo = np.empty(len(uniq), np.int32)
+    for j, (sc, ic, p, a, b) in enumerate(uniq.tolist()):
+        inst = inst_names[ic]
+        if sc == 0:
+            if a >= 0:
+                st = stream_names[a]
+                lane_of_combo[j] = builder.lane(Tier.DEVICE, "framework", f"Stream:{st}", p, to_int(st, 0), instance=inst)
             else:
-                if ncv != NO_ID:
-                    lid = builder.lane(Tier.RUNTIME, "neuron_rt", f"NC:{ncv}", p, ncv, instance=inst)
-                else:
-                    lid = builder.lane(Tier.RUNTIME, "neuron_rt", f"TID:{t}", p, t, instance=inst)
-            lane_cache[key] = lid
-        lane_ids[j] = lid
+                lane_of_combo[j] = builder.lane(Tier.DISPATCH, "framework", f"TID:{b}", p, b, instance=inst)
+        elif sc == 2:
+            lnc = a if a != NO_ID else 0
+            pc = b if b != NO_ID else lnc
+            lane_of_combo[j] = builder.lane(Tier.HARDWARE, "neuron_hw", f"NC{lnc}:{pc}", p, pc, instance=inst)
+        elif a != NO_ID:
+            lane_of_combo[j] = builder.lane(Tier.RUNTIME, "neuron_rt", f"NC:{a}", p, a, instance=inst)
+        else:
+            lane_of_combo[j] = builder.lane(Tier.RUNTIME, "neuron_rt", f"TID:{b}", p, b, instance=inst)
+    lane_ids = lane_of_combo[inverse] if len(kidx) else np.empty(0, np.int32)
+    cat_ids = np.array([cat_fw, cat_rt, cat_hw], np.int16)[src_code] if len(kidx) else np.empty(0, np.int16)
 
-    names = np.fromiter((builder.intern_name(rows.name[k]) for k in kidx.tolist()), np.int32, count=len(kidx))
+    name_ids: dict[str, int] = {}
+    names = np.fromiter(
+        (name_ids[x] if x in name_ids else name_ids.setdefault(x, builder.intern_name(x)) for x in (rows.name[k] for k in kidx.tolist())),
+        np.int32,
+        count=len(kidx),
+    )
     ext = np.full(len(kidx), NO_ID, np.int64)
     for j, k in enumerate(kidx.tolist()):
-        e = rows.args[k].get("External id", rows.args[k].get("external_id"))
+        a = rows.args[k]
+        if isinstance(a, str):
+            if "xternal id" not in a and "external_id" not in a:
+                continue
+            a = parse_extra(a)
+        if not a:
+            continue
+        e = a.get("External id", a.get("external_id"))
         if e is not None:
             ext[j] = to_int(e)
     first = builder.add_events(
@@ -456,3 +470,53 @@ def _check_alignment(builder: ProfileBuilder, rows: SystemRows, kidx: np.ndarray
             f"{label}: trace.json and the system trace do not overlap in time (system trace starts {off:+.3f} s "
             "from trace.json): different runs, or a trace.json without baseTimeNanoseconds?"
         )
+
+
+def concat_rows(parts: list[SystemRows]) -> SystemRows:
+    """Rows of several split tables, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
+    cat = lambda attr: [x for p in parts for x in getattr(p, attr)]  # noqa: E731
+    arr = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
+    return SystemRows(
+        name=cat("name"),
+        start=arr("start"),
+        end=arr("end"),
+        source=cat("source"),
+        instance=cat("instance"),
+        pid=arr("pid"),
+        tid=arr("tid"),
+        nc=arr("nc"),
+        pcore=arr("pcore"),
+        stream=cat("stream"),
+        seq=arr("seq"),
+        flow_row=np.concatenate([p.flow_row + o for p, o in zip(parts, offsets)]),
+        flow_key=arr("flow_key"),
+        args=cat("args"),
+        notes=[n for p in parts for n in p.notes],
+    )
+
+
+def _unique_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(stack(cols), axis=0, return_inverse=True), via one dense int64 key when it fits."""
+    n = len(cols[0])
+    if n == 0:
+        return np.zeros((0, len(cols)), np.int64), np.zeros(0, np.int64)
+    codes = []
+    values = []
+    size = 1
+    for c in cols:
+        u, inv = np.unique(c, return_inverse=True)
+        values.append(u)
+        codes.append(inv.reshape(-1).astype(np.int64))
+        size *= max(len(u), 1)
+    if size >= 1 << 62:
+        uniq, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        return uniq, inverse.reshape(-1)
+    key = np.zeros(n, np.int64)
+    for u, c in zip(values, codes):
+        key = key * max(len(u), 1) + c
+    ukeys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    uniq = np.stack([c[first] for c in cols], axis=1)
+    return uniq, inverse.reshape(-1)
