@@ -204,3 +204,30 @@ def test_sequence_id_links_without_flows(tmp_path: Path) -> None:
     (branch,) = follow(profile, i).branches
     assert [h.rule for h in branch] == ["time containment", "nrt_sequence_id", "nrt_sequence_id"]
     assert branch[-1].cores == 2
+
+
+def test_framework_mapping_file_links_ops_to_runtime(tmp_path: Path) -> None:
+    """Older torch-neuronx: no flows and no framework rows at all; `framework_mapping_*.json` maps the op's
+    Sequence number to the runtime's nrt_sequence_id."""
+    gen = _generator()
+    cap = gen.build_capture("fused")
+    cap.events = [r for r in cap.events if r["trace_event_source"] != "framework"]
+    for r in cap.events:
+        extra = json.loads(r["extra_attributes_json"] or "{}")
+        if r["name"] == "nc_exec_running":
+            extra["nrt_sequence_id"] = 501
+        r["extra_attributes_json"] = json.dumps(extra)
+        r["flow_id"] = None
+    op = next(e for e in cap.trace["traceEvents"] if e.get("name") == "aten::_fused_rms_norm")
+    op["args"]["Sequence number"] = 42
+    root = _layout(tmp_path, cap)
+    ts = next(root.glob("i-*/*"))
+    (ts / "framework_mapping_20261130_120000_000.json").write_text(json.dumps(
+        {"version": 1, "data": [{"nrta_seq_id": 501, "framework_op_exec_ids": [{"seq_nr": 42, "th_id": 1, "stream_id": 0}]}]}))
+    profile = load_run(find_runs(root)[0])
+    t = key_averages(profile)
+    assert t.self_device_time_total[t.find("aten::_fused_rms_norm")] == pytest.approx(403.3)
+    i = next(k for k in range(len(profile)) if profile.name_of(k) == "aten::_fused_rms_norm")
+    (branch,) = follow(profile, i).branches
+    assert [h.name for h in branch] == ["nrta_execute_schedule", "nc_exec_running"]
+    assert branch[0].rule == "nrt_sequence_id"

@@ -83,6 +83,11 @@ def add_neuron_edges(profile: Profile, links: Links) -> None:
                 rules.extend([int(Rule.SEQUENCE)] * int(hit.sum()))
                 has_pred[h[hit]] = True
 
+    # torch-neuronx's framework_mapping_*.json: op ("Sequence number") → runtime execution (nrt_sequence_id)
+    mapping = profile.meta.trace_meta.get("neuron_mapping") or []
+    if mapping:
+        _mapping_edges(profile, links, mapping, tiers, system, has_pred, src, dst, rules)
+
     # framework device events without an op above them: innermost op of the process containing their start
     fw_dev = np.nonzero(_cats(profile, ("neuron_framework",)) & (tiers == int(Tier.DEVICE)) & ~has_pred)[0]
     if len(fw_dev):
@@ -216,3 +221,37 @@ def device_time_info(profile: Profile) -> dict:
     """Counts behind `system_device_time` (executions, unlinked rows, rules), after it ran."""
     cached = profile.cache.get("neuron_device_time")
     return dict(cached[1]) if cached else {}
+
+
+def _mapping_edges(profile: Profile, links: Links, mapping: list, tiers: np.ndarray, system: np.ndarray,
+                   has_pred: np.ndarray, src: list[int], dst: list[int], rules: list[int]) -> None:
+    """Link framework ops to runtime executions through the old mapping file: seq_nr = the op's
+    `Sequence number` arg, nrta_seq_id = the runtime row's nrt_sequence_id."""
+    by_seq_nr: dict[int, list[int]] = {}
+    for nrta, seq_nr, _th, _stream in mapping:
+        if seq_nr >= 0:
+            by_seq_nr.setdefault(seq_nr, []).append(nrta)
+    rt = np.nonzero(system & (tiers == int(Tier.RUNTIME)) & (profile.corr >= 0))[0]
+    if not len(rt) or not by_seq_nr:
+        return
+    sched = profile.name_id("nrta_execute_schedule")
+    o = np.lexsort((profile.start[rt], profile.name[rt] != sched, profile.corr[rt]))
+    rts = rt[o]
+    keys, first = np.unique(profile.corr[rts], return_index=True)
+    rep_of = dict(zip(keys.tolist(), rts[first].tolist()))
+    for op in np.nonzero(links.frontend)[0].tolist():
+        a = profile.args(op)
+        sn = a.get("Sequence number")
+        if sn is None:
+            continue
+        try:
+            sn = int(sn)
+        except (TypeError, ValueError):
+            continue
+        for nrta in by_seq_nr.get(sn, ()):
+            r = rep_of.get(nrta)
+            if r is not None and not has_pred[r]:
+                src.append(op)
+                dst.append(r)
+                rules.append(int(Rule.SEQUENCE))
+                has_pred[r] = True

@@ -504,6 +504,36 @@ def _export_loader(e: Export, s: Session) -> Callable[[Any], None]:
     return load
 
 
+def read_mapping(path: Path) -> list[tuple[int, int, int, int]]:
+    """torch-neuronx's `framework_mapping_<ts>.json`: (nrta_seq_id, seq_nr, th_id, stream_id) rows."""
+    import json
+
+    from trntui.loaders.neuron_system import to_int
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return []
+    out = []
+    for item in (doc.get("data") or []) if isinstance(doc, dict) else []:
+        if not isinstance(item, dict):
+            continue
+        seq = to_int(item.get("nrta_seq_id"))
+        for op in item.get("framework_op_exec_ids") or []:
+            if isinstance(op, dict) and seq >= 0:
+                out.append((seq, to_int(op.get("seq_nr")), to_int(op.get("th_id")), to_int(op.get("stream_id"))))
+    return out
+
+
+def _mapping_loader(paths: list[Path]) -> Callable[[Any], None]:
+    def load(builder: Any) -> None:
+        rows = [r for p in paths for r in read_mapping(p)]
+        builder.meta.trace_meta.setdefault("neuron_mapping", []).extend(rows)
+        builder.meta.sources.extend(str(p) for p in paths)
+
+    return load
+
+
 def _notes_loader(notes: list[str]) -> Callable[[Any], None]:
     def load(builder: Any) -> None:
         builder.meta.notes.extend(notes)
@@ -519,6 +549,9 @@ def run_for(s: Session, root: Path) -> Run:
         from trntui.loaders.neuron_convert import conversion_loader
 
         run.extra_loaders.append(conversion_loader(s))
+    mappings = [f.path for f in s.files if f.kind == "mapping"]
+    if mappings:
+        run.extra_loaders.append(_mapping_loader(mappings))
     run.notes = [p for p in s.problems if "NEFF" in p or "empty" in p]
     if run.notes:
         run.extra_loaders.append(_notes_loader(list(run.notes)))
