@@ -152,8 +152,10 @@ class TrntuiApp(App[None]):
                 return
             run = runs[0]
             if run_name is not None:
-                matches = [r for r in runs if r.name == run_name]
-                if not matches:
+                matches = [r for r in runs if r.name == run_name] or [
+                    r for r in runs if r.name.startswith((f"{run_name}:", f"{run_name}/", f"{run_name} "))
+                ]
+                if len(matches) != 1:
                     names = ", ".join(r.name for r in runs[:8])
                     raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
                 run = matches[0]

@@ -132,7 +132,7 @@ class ChainView(ScrollView, can_focus=True):
                 latency = f"dispatch {format_ns(hop.offset)}"
         role = "hw" if hop.tier == Tier.HARDWARE else "name"
         line: Line = [(indent, "muted"), (name.ljust(max(name_width - len(indent), 8)), role), (f" {timing}", "")]
-        line.append((f"  {latency:<16}", ""))
+        line.append((f"  {latency:<17}", ""))
         extra = f"{tier}"
         if hop.rule not in ("selected", "launched it"):
             extra += f" via {hop.rule}"

@@ -567,7 +567,9 @@ class Timeline(Widget, can_focus=True):
         self._width, self._height = event.size.width, event.size.height
         self._cache.clear()
         if self._fitted and self.profile is not None:
+            cursor_t, cursor_event = self.cursor_t, self.cursor_event
             self.fit()
+            self.cursor_t, self.cursor_event = cursor_t, cursor_event  # the cursor stays where it was
         self._scroll_to_cursor()
 
     def on_focus(self) -> None:
