@@ -1,0 +1,425 @@
+"""trntui benchmark suite: one command, a markdown table of times, ratios and peak RSS.
+
+    python bench/run.py            # CPU trace (~165k events) + 2M-event trace; writes bench/RESULTS.md
+    python bench/run.py --quick    # the CPU trace only, one repeat
+    python bench/run.py --big      # also the 5M-event (~1 GB) trace
+    python bench/run.py --no-write # print, leave bench/RESULTS.md alone
+
+Inputs are generated under bench/_data/ (git-ignored) by bench/make_inputs.py when missing. Every big case runs
+in a fresh subprocess so its peak RSS (`wait4` rusage of that child) is its own; interactive operations
+(frame render, sort, filter, chain lookup) are timed in one process on a loaded profile. The parsed-profile
+cache used here lives in bench/_data/cache (never the user's). HTA is not installed, so it is not compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+import make_inputs  # noqa: E402
+
+CACHE_DIR = make_inputs.DATA / "cache"
+
+
+# ----------------------------------------------------------------------------------------------------
+# workers (run in a fresh process: `python bench/run.py --worker CASE FILE`)
+# ----------------------------------------------------------------------------------------------------
+def _worker(case: str, path: str) -> dict:
+    out: dict = {}
+    t = time.perf_counter()
+    if case == "json_load":
+        import json as _json
+
+        with open(path, "rb") as f:
+            _json.load(f)
+    elif case == "msgspec_typed":
+        from trntui.loaders.jsonutil import read_bytes
+        from trntui.loaders.kineto import _trace_decoder
+
+        data, _ = read_bytes(Path(path))
+        ev = _trace_decoder.decode(data).traceEvents
+        out["events"] = len(ev)
+    elif case == "trntui_open":
+        import gc
+
+        phases = {}
+        t0 = time.perf_counter()
+        from trntui.analysis.key_averages import key_averages
+        from trntui.analysis.links import build_links
+        from trntui.loaders import find_runs, load_run
+
+        phases["import"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        (run,) = find_runs(Path(path))
+        profile = load_run(run, cache=False)
+        phases["load (read+decode+columns+sort)"] = time.perf_counter() - t0
+        gc.collect()
+        t0 = time.perf_counter()
+        build_links(profile)
+        phases["links"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        table = key_averages(profile)
+        phases["key_averages"] = time.perf_counter() - t0
+        out.update(phases=phases, events=len(profile), rows=len(table))
+    else:
+        raise SystemExit(f"unknown case {case}")
+    out["seconds"] = time.perf_counter() - t
+    return out
+
+
+def run_worker(case: str, path: Path, env: dict | None = None) -> dict:
+    """Run a worker (or a CLI command) in a fresh process; wall time and that child's peak RSS."""
+    if case.startswith("summary"):
+        cmd = [sys.executable, "-m", "trntui.cli", "summary", str(path), "--limit", "20"]
+        if case == "summary_cold":
+            cmd.append("--no-cache")
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", case, str(path)]
+    full_env = dict(os.environ, TRNTUI_CACHE_DIR=str(CACHE_DIR), PYTHONPATH=str(ROOT))
+    full_env.update(env or {})
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=str(ROOT))
+    out_b, err_b = b"", b""
+    # read pipes fully, then reap with wait4 for this child's own rusage
+    out_b, err_b = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"{case} failed ({proc.returncode}): {err_b.decode(errors='replace')[-2000:]}")
+    res = {"wall": wall, "maxrss_mb": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}
+    if not case.startswith("summary"):
+        res.update(json.loads(out_b.decode().strip().splitlines()[-1]))
+    return res
+
+
+# ----------------------------------------------------------------------------------------------------
+# interactive operations on a loaded profile (this process)
+# ----------------------------------------------------------------------------------------------------
+def _best(fn, repeat: int = 5, number: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t) / number)
+    return best
+
+
+def interactive(path: Path, quick: bool) -> dict:
+    import numpy as np
+
+    os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
+    from trntui.analysis.key_averages import OpTable, key_averages, select_rows
+    from trntui.loaders import find_runs, load_run
+
+    (run,) = find_runs(path)
+    profile = load_run(run)  # cached when the summary cases ran first
+    table = key_averages(profile)
+    res: dict = {"events": len(profile)}
+    rep = 3 if quick else 7
+
+    # --- timeline frame, model side: 30 lanes x 200 columns, per-lane lane_window + per-cell busy fraction
+    t = time.perf_counter()
+    profile._lane_index()
+    profile.lane_starts()
+    res["lane index build (once)"] = time.perf_counter() - t
+    counts = np.bincount(profile.lane, minlength=len(profile.lanes))
+    lanes = [int(k) for k in np.argsort(-counts)[:30]]
+    t0, t1 = profile.span
+    cols = 200
+    frames = {}
+    for label, width in (("full span", t1 - t0), ("1/100 span", (t1 - t0) // 100),
+                         ("1/10k span", (t1 - t0) // 10_000), ("~1 us", 1_000 * cols // 200)):
+        center = t0 + (t1 - t0) // 2
+        a = center - width // 2
+        b = a + max(width, cols)
+        edges = a + (np.arange(cols + 1, dtype=np.int64) * (b - a)) // cols
+
+        def frame(a=a, b=b, edges=edges):
+            out = []
+            for lane in lanes:
+                idx = profile.lane_window(lane, a, b)
+                if len(idx) == 0:
+                    out.append(np.zeros(cols))
+                    continue
+                # busy ns before x: sum of clip(x - s, 0, e - s) = #starts<x * x - sum(starts<x) - (same for ends)
+                s = profile.start[idx]  # sorted by start (lane order)
+                e = np.sort(profile.end[idx])
+                cs = np.concatenate([[0], np.cumsum(s)])
+                ce = np.concatenate([[0], np.cumsum(e)])
+                k_s = np.searchsorted(s, edges, side="left")
+                k_e = np.searchsorted(e, edges, side="left")
+                f = (k_s * edges - cs[k_s]) - (k_e * edges - ce[k_e])
+                out.append(np.minimum(np.diff(f) / np.maximum(np.diff(edges), 1), 1.0))
+            return out
+
+        frames[label] = _best(frame, rep)
+    res["frame (lane_window + busy fraction, 30 lanes x 200 cols)"] = frames
+
+    # --- the TUI's own row renderer, if present: build_rows (once) + row_cells per visible row
+    try:
+        from trntui.analysis.timeline import build_rows, cell_bounds, row_cells
+
+        t = time.perf_counter()
+        rows = build_rows(profile, 4)
+        res["timeline rows build (once, nesting + unions)"] = time.perf_counter() - t
+        rows30 = sorted(rows, key=lambda r: -len(r.events))[:30]
+        tui = {}
+        for label, width in (("full span", t1 - t0), ("1/100 span", (t1 - t0) // 100), ("1/10k span", (t1 - t0) // 10_000)):
+            a = t0 + (t1 - t0) // 2 - width // 2
+            npc = max(width, cols) / cols
+
+            def frame_tui(a=a, npc=npc):
+                bounds = cell_bounds(a, npc, cols)
+                for r in rows30:
+                    row_cells(r, a, npc, cols, None, bounds)
+
+            tui[label] = _best(frame_tui, rep)
+        res["frame (analysis.timeline.row_cells, 30 rows x 200 cols)"] = tui
+        widget = _widget_frame(profile, rep)
+        if widget:
+            res["frame (tui Timeline.render_line, 30 rows x 200 cols)"] = widget
+    except ImportError:
+        pass
+
+    # --- ops table: sort and filter on 10k rows (the real table tiled to 10k rows)
+    reps = max(1, -(-10_000 // max(len(table), 1)))
+    big = OpTable(
+        name=(table.name * reps)[:10_000],
+        device_type=(table.device_type * reps)[:10_000],
+        is_user_annotation=np.tile(table.is_user_annotation, reps)[:10_000],
+        input_shapes=(table.input_shapes * reps)[:10_000],
+        count=np.tile(table.count, reps)[:10_000],
+        self_cpu_time_total=np.tile(table.self_cpu_time_total, reps)[:10_000],
+        cpu_time_total=np.tile(table.cpu_time_total, reps)[:10_000],
+        self_device_time_total=np.tile(table.self_device_time_total, reps)[:10_000],
+        device_time_total=np.tile(table.device_time_total, reps)[:10_000],
+        backend=table.backend,
+        sum_self_cpu=table.sum_self_cpu,
+    )
+    res["sort 10k rows (OpTable.order)"] = {
+        k: _best(lambda k=k: big.order(k), rep) for k in ("self_cpu_time_total", "count", "name")
+    }
+    res["filter 10k rows (select_rows regex)"] = _best(lambda: select_rows(big, "conv|mm"), rep)
+
+    # --- chain lookup
+    try:
+        from trntui.analysis.chains import follow
+
+        rng = np.random.default_rng(0)
+        picks = rng.choice(len(profile), size=min(200, len(profile)), replace=False)
+        t = time.perf_counter()
+        follow(profile, int(picks[0]))
+        res["chain: first follow (builds links/indexes)"] = time.perf_counter() - t
+        t = time.perf_counter()
+        for i in picks[1:].tolist():
+            follow(profile, i)
+        res["chain: follow per event (mean of 199)"] = (time.perf_counter() - t) / max(len(picks) - 1, 1)
+    except ImportError:
+        pass
+    return res
+
+
+def _widget_frame(profile, rep: int) -> dict | None:
+    """Time `Timeline.render_line` for 30 rows inside a headless Textual app (None if that is not possible)."""
+    try:
+        import asyncio
+
+        from textual.app import App
+
+        from trntui.tui.widgets.timeline import Timeline
+    except Exception:  # noqa: BLE001 - the widget is optional here
+        return None
+    result: dict = {}
+
+    class _Bench(App):
+        def compose(self):
+            yield Timeline(id="tl")
+
+    async def go() -> None:
+        app = _Bench()
+        async with app.run_test(size=(200 + 40, 34)) as pilot:
+            tl = app.query_one(Timeline)
+            tl.set_profile(profile)
+            await pilot.pause()
+            span = tl.ns_per_cell
+            for label, factor in (("fit", 1.0), ("x100", 0.01), ("x10k", 0.0001)):
+                tl.set_window(tl.t0, span * factor)
+
+                def frame():
+                    tl._cache.clear()
+                    for y in range(2, 32):
+                        tl.render_line(y)
+
+                result[label] = _best(frame, rep)
+
+    try:
+        asyncio.run(go())
+    except Exception as exc:  # noqa: BLE001
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    return result
+
+
+# ----------------------------------------------------------------------------------------------------
+# report
+# ----------------------------------------------------------------------------------------------------
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")).split()[1])
+        mem = f"{kb / 2**20:.0f} GiB RAM"
+    except (OSError, StopIteration, ValueError):
+        pass
+    import msgspec
+    import numpy
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), {mem}, {platform.system()} {platform.release()}, "
+        f"CPython {platform.python_version()}, numpy {numpy.__version__}, msgspec {msgspec.__version__}; "
+        f"load average at start {load:.1f}"
+    )
+
+
+def fmt_s(x: float) -> str:
+    if x >= 1:
+        return f"{x:.2f} s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.1f} ms"
+    return f"{x * 1e6:.0f} µs"
+
+
+def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: list[str], targets: dict) -> dict:
+    size_mb = path.stat().st_size / 1e6
+    print(f"== {label}: {path.name} ({size_mb:.0f} MB)", file=sys.stderr, flush=True)
+    res: dict = {}
+    for case in ("json_load", "msgspec_typed", "trntui_open", "summary_cold", "summary_warmup", "summary_cached"):
+        if case == "json_load" and size_mb > 600:
+            continue  # stdlib json on 1 GB: minutes and ~10 GB; not informative
+        real = "summary_cached" if case == "summary_warmup" else case
+        r = run_worker(real, path)
+        if case != "summary_warmup":
+            res[case] = r
+        print(f"   {case}: {r['wall']:.2f} s wall, {r['maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
+    base_json = res.get("json_load", {}).get("wall")
+    base_ms = res["msgspec_typed"]["wall"]
+    events = res["msgspec_typed"].get("events", 0)
+    lines.append(f"\n### {label}: `{path.name}`, {size_mb:.0f} MB, {events:,} events\n")
+    lines.append("| case | wall | CPU | × json.load | × msgspec typed | peak RSS | RSS / JSON size | target |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for case, title in (
+        ("json_load", "`json.load` (stdlib)"),
+        ("msgspec_typed", "msgspec typed decode (`args: Raw`), the floor"),
+        ("trntui_open", "trntui open: load + links + key_averages (in-process)"),
+        ("summary_cold", "`trntui summary --no-cache` (whole process)"),
+        ("summary_cached", "`trntui summary`, cached (whole process)"),
+    ):
+        r = res.get(case)
+        if r is None:
+            continue
+        wall = r["wall"]
+        xj = f"{wall / base_json:.2f}×" if base_json else "n/a"
+        xm = f"{wall / base_ms:.2f}×"
+        rss = r["maxrss_mb"]
+        lines.append(
+            f"| {title} | {fmt_s(wall)} | {fmt_s(r['cpu'])} | {xj} | {xm} | {rss:,.0f} MB | {rss / size_mb:.2f}× | "
+            f"{targets.get(case, '')} |"
+        )
+    ph = res["trntui_open"].get("phases", {})
+    if ph:
+        notes.append(f"{label}: trntui open phases: " + ", ".join(f"{k} {fmt_s(v)}" for k, v in ph.items()))
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="CPU trace only, fewer repeats")
+    ap.add_argument("--big", action="store_true", help="also the 5M-event (~1 GB) trace")
+    ap.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
+    ap.add_argument("--worker", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(_worker(*args.worker)))
+        return 0
+
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    mach = machine()
+    cpu_trace = make_inputs.ensure("cpu")
+    files = [(cpu_trace, "CPU trace (4-layer TransformerEncoder, 400 steps, record_shapes)")]
+    if not args.quick:
+        files.append((make_inputs.ensure("2m"), "2M events (HTA ns trace replicated)"))
+    if args.big:
+        files.append((make_inputs.ensure("5m"), "5M events (HTA ns trace replicated)"))
+    lines = [f"# trntui benchmarks\n\n{started}; machine: {mach}.\n", "Command: `python bench/run.py"
+             + (" --quick" if args.quick else "") + (" --big" if args.big else "") + "`.\n"]
+    notes: list[str] = []
+    inter: dict = {}
+    for path, label in files:
+        big = path.stat().st_size > 100e6
+        targets = {
+            "summary_cold": "≤ 6 s, RSS ≤ 3× JSON" if big else "< 1.5 s; ≤ 1.5× msgspec typed",
+            "summary_cached": "≤ 1.0 s" if big else "",
+        }
+        bench_file(path, label, args.quick, lines, notes, targets)
+        if path != cpu_trace:
+            print(f"   interactive on {path.name} ...", file=sys.stderr, flush=True)
+            inter[path.name] = interactive(path, args.quick)
+    if args.quick:
+        inter[cpu_trace.name] = interactive(cpu_trace, args.quick)
+    for name, res in inter.items():
+        lines.append(f"\n### Interactive operations on `{name}` ({res['events']:,} events; best of repeats)\n")
+        lines.append("| operation | time | target |")
+        lines.append("|---|---|---|")
+        for k, v in res.items():
+            if k == "events":
+                continue
+            target = ""
+            if k.startswith("frame"):
+                target = "≤ 10 ms"
+            elif k.startswith("sort"):
+                target = "≤ 50 ms"
+            if isinstance(v, dict):
+                for sub, t in v.items():
+                    lines.append(f"| {k}: {sub} | {t if isinstance(t, str) else fmt_s(t)} | {target} |")
+            else:
+                lines.append(f"| {k} | {fmt_s(v)} | {target} |")
+    if notes:
+        lines.append("\nNotes:\n")
+        lines.extend(f"- {n}" for n in notes)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_write:
+        out = HERE / "RESULTS.md"
+        extra = ""
+        if out.exists():
+            old = out.read_text()
+            marker = "\n## Analysis"
+            if marker in old:
+                extra = old[old.index(marker):]
+        out.write_text(text + extra)
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
