@@ -210,3 +210,10 @@ def test_empty_pid_dir_is_reported_not_fatal(tmp_path: Path, capsys: pytest.Capt
     (tmp_path / f"{INST}_pid_9").mkdir()
     assert main(["info", str(tmp_path)]) == 0
     assert "empty directory" in capsys.readouterr().out
+
+
+def test_unrelated_json_is_not_an_export(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"event_type": "click", "phase": 1}))
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "cat": "cpu_op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
+    assert find_neuron_runs(tmp_path) == []

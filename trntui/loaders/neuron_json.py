@@ -26,7 +26,9 @@ from trntui.loaders.neuron_system import SystemRows, add_system_rows, rows_from_
 from trntui.model.builder import ProfileBuilder
 
 EXPORT_KEYS = (b'"trace_event"', b'"system_profile_metadata"', b'"Neuron_Runtime_API_Event"', b'"Framework_Event"',
-               b'"device_profile_list"', b'"event_type"')
+               b'"device_profile_list"')
+LIVE_KEYS = (b'"event_type"', b'"tracking_id"', b'"phase"')
+"""The runtime live-fetch shape is recognised only when all of these appear (they are generic words)."""
 NOT_EVENTS = frozenset({"mem_usage", "cpu_util", "warnings", "system_profile_metadata", "device_profile_list",
                         "metadata", "summary"})
 
@@ -41,7 +43,7 @@ def looks_like_export(path: Path, head: bytes | None = None) -> bool:
             return False
     if b'"traceEvents"' in head:
         return False
-    return path.name == "system_profile.json" or any(k in head for k in EXPORT_KEYS)
+    return path.name == "system_profile.json" or any(k in head for k in EXPORT_KEYS) or all(k in head for k in LIVE_KEYS)
 
 
 def _events_and_meta(doc: Any) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
