@@ -164,3 +164,18 @@ async def test_explorer_c_key_opens_compare(tmp_path) -> None:
         assert [r.name for r in app.screen.runs] == ["base", "test"]
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
+
+
+async def test_gaps_modal(corpus_runs) -> None:
+    from trntui.tui.compare import GapsScreen
+
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("g")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, GapsScreen))
+        text = app.screen.gaps_text()
+        assert "#1 cuda_compare_base" in text and "#2 cuda_compare_test" in text
+        assert "all hardware lanes" in text and "PID:1/device/Stream:16" in text
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))

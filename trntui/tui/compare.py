@@ -19,8 +19,8 @@ from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import Screen
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from trntui.textsafe import safe_text, truncate
@@ -42,6 +42,7 @@ class CompareScreen(Screen[None]):
         Binding("s", "cycle_sort(1)", "Sort", id="compare-sort"),
         Binding("S", "cycle_sort(-1)", "Sort back", show=False, id="compare-sort-back"),
         Binding("c", "toggle_changed", "Changed only", id="compare-changed"),
+        Binding("g", "gaps", "Gaps", id="compare-gaps"),
         Binding("enter", "open_op", "Open in timeline", id="compare-open", priority=False),
         Binding("escape", "escape", "Clear filter / back", show=False, id="compare-escape"),
         *[Binding(str(k), f"target_run({k - 1})", f"Enter opens run #{k}", show=False, id=f"compare-run-{k}")
@@ -130,7 +131,7 @@ class CompareScreen(Screen[None]):
         if self.changed_only:
             text += " · changed only"
         if self.runs:
-            text += f" · Enter opens in #{self.target + 1} {safe_text(self.runs[self.target].name)}"
+            text += f" · Enter opens in #{self.target + 1} {safe_text(self.runs[self.target].name)} (1-9: run)"
         return text
 
     def _rebuild(self) -> None:
@@ -192,6 +193,9 @@ class CompareScreen(Screen[None]):
             self.target = k
             self.query_one("#compare-diff-title", Static).update(Text(self.diff_title()))
             self.notify(f"Enter opens ops in run #{k + 1} {safe_text(self.runs[k].name)}", markup=False)
+
+    def action_gaps(self) -> None:
+        self.app.push_screen(GapsScreen(self.runs))
 
     def action_filter(self) -> None:
         box = self.query_one("#compare-filter", Input)
@@ -256,6 +260,36 @@ class CompareScreen(Screen[None]):
             k = j
         self.app.push_screen(OpTimelineScreen(self.runs[k], row.table_rows[k], k + 1))
         return True
+
+
+class GapsScreen(ModalScreen[None]):
+    """Per run: busy/idle per hardware lane and the largest gaps between executions (`trntui summary --gaps`)."""
+
+    BINDINGS = [Binding("escape,q,g", "dismiss", "Close", id="gaps-close")]
+
+    DEFAULT_CSS = """
+    GapsScreen { align: center middle; }
+    GapsScreen > VerticalScroll { width: 95%; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, runs: Sequence["Run"]) -> None:
+        super().__init__()
+        self.runs = list(runs)
+
+    def gaps_text(self) -> str:
+        from trntui.analysis.gaps import render_gaps
+
+        parts = []
+        for k, run in enumerate(self.runs):
+            parts.append(f"#{k + 1} {safe_text(run.name)}\n{render_gaps(run.gaps)}")
+        return "\n".join(parts)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(self.gaps_text() + "\n(Esc closes)", no_wrap=True), markup=False, id="gaps-text")
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)
 
 
 class OpTimelineScreen(Screen[None]):
