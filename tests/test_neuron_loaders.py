@@ -231,3 +231,26 @@ def test_framework_mapping_file_links_ops_to_runtime(tmp_path: Path) -> None:
     (branch,) = follow(profile, i).branches
     assert [h.name for h in branch] == ["nrta_execute_schedule", "nc_exec_running"]
     assert branch[0].rule == "nrt_sequence_id"
+
+
+def test_damaged_or_empty_exports(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trntui.cli import main
+
+    cap = _generator().build_capture("naive")
+    root = _layout(tmp_path, cap)
+    events = root / "explorer_parquet" / "SystemProfileEvents.parquet"
+    events.write_bytes(b"PAR1 this is not parquet")
+    assert main(["summary", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable Parquet file" in err and len(err.strip().splitlines()) == 1
+    # a table with the columns but no rows: the framework trace still loads, with a note
+    pq.write_table(pa.table({"name": pa.array([], pa.string()), "start_ts": pa.array([], pa.int64())}), events)
+    assert main(["summary", str(root)]) == 0
+    assert "no system-trace events" in capsys.readouterr().out
+    # no usable columns at all
+    pq.write_table(pa.table({"foo": [1]}), events)
+    assert main(["summary", str(root)]) == 2
+    assert "no name/start_ts columns" in capsys.readouterr().err
