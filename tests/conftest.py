@@ -21,3 +21,17 @@ def corpus_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_dir() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_profile_cache(tmp_path_factory):
+    """Tests never write to the user's parsed-profile cache (~/.cache/trntui): each session gets its own."""
+    import os
+
+    old = os.environ.get("TRNTUI_CACHE_DIR")
+    os.environ["TRNTUI_CACHE_DIR"] = str(tmp_path_factory.mktemp("trntui-cache"))
+    yield
+    if old is None:
+        os.environ.pop("TRNTUI_CACHE_DIR", None)
+    else:
+        os.environ["TRNTUI_CACHE_DIR"] = old

@@ -143,16 +143,21 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
         qsel = np.nonzero(keys[queries] == t)[0]
         qs = start[queries[qsel]]
         qe = end[queries[qsel]]
-        right = np.searchsorted(gs, qs, side="right")
-        for j, r, s0, e0 in zip(qsel.tolist(), right.tolist(), qs.tolist(), qe.tolist()):
-            k = r - 1
-            steps = 0
-            while k >= 0 and steps < 512:
-                if ge[k] >= e0 and gs[k] <= s0 and group[k] != queries[j]:
-                    out[j] = group[k]
-                    break
-                k -= 1
-                steps += 1
+        qi = queries[qsel]
+        # walk back from the last candidate starting at or before the query, at most 512 candidates,
+        # all queries of the thread at once
+        k = np.searchsorted(gs, qs, side="right") - 1
+        act = np.arange(len(qsel))
+        for _ in range(512):
+            live = k >= 0
+            if not live.all():
+                act, k = act[live], k[live]
+            if not len(act):
+                break
+            hit = (ge[k] >= qe[act]) & (gs[k] <= qs[act]) & (group[k] != qi[act])
+            out[qsel[act[hit]]] = group[k[hit]]
+            miss = ~hit
+            act, k = act[miss], k[miss] - 1
     return out
 
 
