@@ -43,6 +43,7 @@ def test_chain_of_a_mul_with_lnc2_merge() -> None:
     hw = branch[-1]
     assert hw.cores == 2 and "(+1 core)" in hw.lane_label
     assert hw.duration == 388_100  # the merged [min start, max end] of the two physical-core rows
+    assert hw.spread == 450  # core 1 started 0.45 us after core 0 (core 0 ended 0.3 us early)
     assert {profile.lane_of(e).ident for e in hw.events} == {"NC0:0", "NC0:1"}
     assert hw.gap is not None and hw.gap > 0
 

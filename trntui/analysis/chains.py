@@ -29,6 +29,8 @@ class Hop:
     """How this hop was linked to the previous one (External id, correlation, flow, ...)."""
     prev_start: int | None = None
     prev_end: int | None = None
+    spread: int = 0
+    """For merged per-core copies (LNC>1): the largest difference between the copies' starts or ends (ns)."""
 
     @property
     def duration(self) -> int:
@@ -98,6 +100,14 @@ def _hop(profile: Profile, events: list[int], rule: str, prev: Hop | None) -> Ho
         rule=rule,
         prev_start=prev.start if prev else None,
         prev_end=prev.end if prev else None,
+        spread=(
+            max(
+                max(int(profile.start[e]) for e in events) - start,
+                end - min(int(profile.end[e]) for e in events),
+            )
+            if len(events) > 1
+            else 0
+        ),
     )
 
 
