@@ -182,3 +182,14 @@ def test_open_command_is_registered():
     args = build_parser().parse_args(["open", "some/dir", "--rank", "rank1"])
     assert args.path == "some/dir" and args.run == "rank1"
     assert callable(args.func)
+
+
+async def test_q_quits(corpus_dir):
+    """`q` leaves the app (outside the filter box, where it is a letter)."""
+    async with opened(corpus_dir / "cpu_only.json.gz") as (app, pilot):
+        await pilot.press("slash", "q")
+        await pilot.pause()
+        assert app.is_running and app.query_one("#filter").value == "q"
+        await pilot.press("escape", "q")
+        await pilot.pause()
+        assert not app.is_running

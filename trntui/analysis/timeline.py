@@ -101,7 +101,10 @@ def build_rows(profile: Profile, max_depth: int = 4) -> list[TimelineRow]:
         lane, d = int(lane_sorted[a]), int(depth_sorted[a])
         by_key[(lane, d)] = TimelineRow(lane, d, ev, s, e, Intervals.union(s, e))
     rows: list[TimelineRow] = []
-    for lane in profile.lanes_by_tier():
+    lanes = profile.lanes_by_tier()
+    # trace-window markers (profiler span, iteration starts) go last in their tier: the real lanes come first
+    lanes = sorted(lanes, key=lambda l: (int(l.tier), l.subsystem == "markers"))
+    for lane in lanes:
         for d in range(max_depth):
             row = by_key.get((lane.id, d))
             if row is not None:

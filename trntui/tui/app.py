@@ -20,6 +20,7 @@ from textual.containers import Container, Vertical
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from trntui.textsafe import safe_text
 from trntui.tui.commands import ActionsProvider
 from trntui.tui.messages import LoadFailed, LoadProgress, ProfileLoaded, RunsFound
 from trntui.tui.widgets.chain import ChainView
@@ -94,7 +95,7 @@ class TrntuiApp(App[None]):
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield InfoBar(Text(f"{self.path.name} · loading…"), id="info", markup=False)
+        yield InfoBar(Text(safe_text(f"{self.path.name} · loading…")), id="info", markup=False)
         with Container(id="panes"):
             with Vertical(id="ops-pane"):
                 yield OpTableView(id="ops")
@@ -126,7 +127,8 @@ class TrntuiApp(App[None]):
         self.chain.border_title = Text(self.chain.title)
 
     def _info(self, text: str) -> None:
-        self.query_one("#info", InfoBar).update(Text(text))
+        """Show `text` (it may hold file and run names: made terminal-safe, never markup) in the header."""
+        self.query_one("#info", InfoBar).update(Text(safe_text(text)))
 
     # -- loading ---------------------------------------------------------------------------------
     def start_load(self, run_name: str | None) -> None:
