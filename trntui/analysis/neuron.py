@@ -38,8 +38,6 @@ def add_neuron_edges(profile: Profile, links: Links) -> None:
     system = _cats(profile, ("neuron_framework", "neuron_rt", "neuron_hw"))
     has_pred = np.zeros(n, bool)
     has_pred[links.edge_dst] = True
-    has_succ = np.zeros(n, bool)
-    has_succ[links.edge_src] = True
     src: list[int] = []
     dst: list[int] = []
     rules: list[int] = []

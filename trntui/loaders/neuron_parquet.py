@@ -26,7 +26,6 @@ from trntui.loaders.neuron_system import (
     add_system_rows,
     concat_rows,
     infer_source,
-    parse_extra,
     parse_flow_ids,
     to_int,
 )
