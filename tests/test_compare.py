@@ -390,3 +390,17 @@ def test_neuron_samples_walkthrough_figures() -> None:
     assert [round(d) for d in dev] == [2355, 403, 376]
     # fusion removes the gaps between hardware executions
     assert by["naive"].metrics.idle > by["fused"].metrics.idle
+
+
+def test_cpu_and_device_rows_with_one_name_stay_apart(tmp_path) -> None:
+    ev = [_op("ProfilerStep#1", 0, 100, cat="user_annotation"),
+          _op("scope", 1, 50, cat="user_annotation", **{"External id": 7}),
+          {"ph": "X", "cat": "gpu_user_annotation", "name": "scope", "pid": 0, "tid": 7, "ts": 10, "dur": 30,
+           "args": {"External id": 7}},
+          {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 12, "dur": 5,
+           "args": {"External id": 7, "correlation": 9}}]
+    prof = load_profile(_write_trace(tmp_path / "a.json", ev))
+    run = make_run("a", prof)
+    diff = diff_ops([run.table, run.table], ["a", "b"])
+    scope = sorted((r.label, r.is_device) for r in diff.rows if r.name == "scope")
+    assert scope == [("scope", False), ("scope [device]", True)]

@@ -221,6 +221,13 @@ class OpDiffRow:
     self_device: list[float | None]
     table_rows: list[int]
     """Row index in each run's OpTable (-1 when absent)."""
+    ambiguous: bool = False
+    """Another row has the same name (a CPU row and a device row, e.g. a record_function and its GPU mirror)."""
+
+    @property
+    def label(self) -> str:
+        """The name, with ` [device]` on a device row whose name is also a CPU row's."""
+        return self.name + (" [device]" if self.ambiguous and self.is_device else "")
 
     @property
     def present(self) -> list[bool]:
@@ -369,6 +376,11 @@ def diff_ops(tables: Sequence[OpTable], run_names: Sequence[str], *, by_shapes: 
             row.self_device[k] = (row.self_device[k] or 0.0) + float(table.self_device_time_total[r])
             if row.table_rows[k] < 0:
                 row.table_rows[k] = r
+    kinds: dict[str, set[bool]] = {}
+    for name, is_dev, _ in order:
+        kinds.setdefault(name, set()).add(is_dev)
+    for key in order:
+        index[key].ambiguous = len(kinds[key[0]]) > 1
     has_device = any(t.has_device for t in tables)
     backend = next((t.backend for t in tables if t.has_device), "")
     return OpDiff(list(run_names), [index[k] for k in order], by_shapes, has_device, backend)

@@ -283,7 +283,7 @@ def diff_cell(row: Any, field: str, k: int) -> str:
     from trntui.textsafe import safe_text
 
     if field == "name":
-        return safe_text(row.name) + (" [device]" if row.is_device and not row.name else "")
+        return safe_text(row.label)
     if field == "input_shapes":
         return safe_text(row.input_shapes)
     if field == "status":
