@@ -73,7 +73,7 @@ def describe(path_str: str) -> dict[str, Any]:
                     {"path": rel(f.path), "kind": f.kind, "size": f.size, "readable": f.readable, "note": f.note}
                     for f in s.files
                 ],
-                "exports": [{"path": rel(e.path), "format": e.format, "size": e.size} for e in s.exports],
+                "exports": [_export_entry(e, rel) for e in s.exports],
                 "ntff_neff_pairs": [list(p) for p in s.pairs],
                 "problems": list(s.problems),
             }
@@ -122,6 +122,28 @@ def describe(path_str: str) -> dict[str, Any]:
     return doc
 
 
+def _export_entry(e: Any, rel: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": rel(e.path), "format": e.format, "size": e.size}
+    if e.format == "parquet":
+        from trntui.loaders.neuron_parquet import describe_export
+
+        entry.update(describe_export(e.path))
+    return entry
+
+
+def _export_note(e: dict[str, Any]) -> str:
+    if e.get("error"):
+        return f"unreadable: {e['error']}"
+    parts = ["Neuron Explorer output"]
+    if "events" in e:
+        parts.append(f"{e['events']} system events")
+    if e.get("schema_version"):
+        parts.append(f"schema {e['schema_version']}")
+    if e.get("warnings"):
+        parts.append(f"{len(e['warnings'])} Explorer warning(s)")
+    return ", ".join(parts)
+
+
 def render_text(doc: dict[str, Any]) -> str:
     from trntui.textsafe import safe_text as st
 
@@ -149,7 +171,7 @@ def render_text(doc: dict[str, Any]) -> str:
             rows = [(f["path"], human_size(f["size"]), f["kind"], "readable" if f["readable"] else "not read directly", f["note"])
                     for f in s["files"]]
             rows += [(e["path"] + ("/" if e["format"] == "parquet" else ""), human_size(e["size"]), f"{e['format']} export",
-                      "readable", "Neuron Explorer output") for e in s["exports"]]
+                      "not readable" if e.get("error") else "readable", _export_note(e)) for e in s["exports"]]
             if rows:
                 out.append("  files:")
                 w = max(len(r[0]) for r in rows)
@@ -162,6 +184,9 @@ def render_text(doc: dict[str, Any]) -> str:
                 out.append("  trntui reads: " + "; ".join(st(x) for x in s["reads"]))
             else:
                 out.append("  trntui reads: nothing yet")
+            for e in s["exports"]:
+                for w in e.get("warnings") or []:
+                    out.append(f"  Explorer warning: {st(w)}")
             for p in s["problems"]:
                 out.append(f"  missing/warning: {st(p)}")
         if doc.get("other_traces"):

@@ -279,6 +279,32 @@ def rows_from_arrow(table: Any) -> SystemRows:
     return rows
 
 
+def describe_export(directory: Path) -> dict[str, Any]:
+    """Cheap facts for `trntui info`: tables present, event rows (from Parquet footers), schema version,
+    Explorer warnings. Never raises."""
+    out: dict[str, Any] = {"tables": []}
+    try:
+        _pa, pq = _pyarrow()
+        for table in TABLES:
+            files = table_files(directory, table)
+            if not files:
+                continue
+            rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+            out["tables"].append(f"{table} ({rows} rows)" if table != EVENTS else table)
+            if table == EVENTS:
+                out["events"] = rows
+            elif table == "Warning":
+                out["warnings"] = [str(r.get("message") or r) for r in (read_records(directory, "Warning") or [])[:5]]
+            elif table == "Metadata":
+                md = read_records(directory, "Metadata") or []
+                v = next((r.get("profile_schema_version") for r in md if r.get("profile_schema_version")), None)
+                if v:
+                    out["schema_version"] = str(v)
+    except Exception as exc:  # noqa: BLE001 - info must describe damaged files, not fail on them
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
 def load_parquet_export(
     directory: str | Path,
     builder: ProfileBuilder,
