@@ -286,31 +286,10 @@ class Profile:
         parent = np.full(n, NO_ID, np.int32)
         depth = np.zeros(n, np.int16)
         order, offsets, _ = self._lane_index()
-        starts = self.start[order].tolist()
-        ends = self.end[order].tolist()
-        ord_list = order.tolist()
-        par_out = [NO_ID] * n
-        dep_out = [0] * n
-        for k in range(len(self.lanes)):
-            stack: list[int] = []  # positions in the lane-ordered arrays
-            for pos in range(int(offsets[k]), int(offsets[k + 1])):
-                s = starts[pos]
-                e = ends[pos]
-                while stack and ends[stack[-1]] <= s and not (ends[stack[-1]] == s == starts[stack[-1]]):
-                    stack.pop()
-                # innermost open event that fully contains this one
-                p = NO_ID
-                for q in reversed(stack):
-                    if ends[q] >= e:
-                        p = ord_list[q]
-                        break
-                ev = ord_list[pos]
-                par_out[ev] = p
-                dep_out[ev] = len(stack)
-                stack.append(pos)
         if n:
-            parent[:] = par_out
-            depth[:] = np.minimum(dep_out, np.iinfo(np.int16).max)
+            ppos, dpos = _stack_nesting(self.start[order], self.end[order], self.lane[order])
+            parent[order] = np.where(ppos >= 0, order[np.maximum(ppos, 0)], NO_ID)
+            depth[order] = np.minimum(dpos, np.iinfo(np.int16).max)
         self.cache["nesting"] = (parent, depth)
         return parent, depth
 
@@ -330,6 +309,56 @@ class Profile:
         for i in idx.tolist():
             seen.setdefault(self.names[int(self.name[i])], None)
         return list(seen)
+
+
+def _stack_nesting(s: np.ndarray, e: np.ndarray, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-lane stack walk of `Profile.nesting`, vectorised (events in lane order, by start).
+
+    The walk: pop the top while it ended at or before our start (a zero-length event exactly at our start
+    stays); depth = stack size; parent = the topmost stack entry that ends at or after our end; push.
+    `below[i]` (the stack top after the pops at i) is the first entry of the chain i-1, below[i-1], ... that
+    is not popped; `parent[i]` the first entry of the chain below[i], ... that ends late enough. Both are
+    found by pointer jumping: every entry jumped over would be popped (or ends too early) for us as well.
+    Returns (parent position, depth) per position; -1 where there is none.
+    """
+    m = len(s)
+    prev = np.arange(-1, m - 1, dtype=np.int64)
+    if m:
+        prev[1:][lane[1:] != lane[:-1]] = -1
+
+    def popped(x: np.ndarray, i: np.ndarray) -> np.ndarray:
+        ex = e[x]
+        si = s[i]
+        return (ex <= si) & ~((ex == si) & (s[x] == si))
+
+    below = prev.copy()
+    act = np.nonzero(below >= 0)[0]
+    while len(act):
+        act = act[popped(below[act], act)]
+        if not len(act):
+            break
+        nxt = below[below[act]]
+        below[act] = nxt
+        act = act[nxt >= 0]
+    parent = below.copy()
+    act = np.nonzero(parent >= 0)[0]
+    while len(act):
+        act = act[e[parent[act]] < e[act]]
+        if not len(act):
+            break
+        nxt = parent[parent[act]]
+        parent[act] = nxt
+        act = act[nxt >= 0]
+    # depth = length of the `below` chain (list ranking by pointer doubling)
+    depth = (below >= 0).astype(np.int64)
+    ptr = below.copy()
+    act = np.nonzero(ptr >= 0)[0]
+    while len(act):
+        p = ptr[act]
+        depth[act] += depth[p]
+        ptr[act] = ptr[p]
+        act = act[ptr[act] >= 0]
+    return parent, depth
 
 
 def empty_profile(meta: ProfileMeta | None = None) -> Profile:
