@@ -151,3 +151,29 @@ def test_cli_never_shows_a_traceback_for_unexpected_errors(monkeypatch, capsys) 
     rc, out, err, caught, _ = run_cli(["summary", str(_case("gzip_name_plain.json.gz").path)], capsys)
     assert rc == 2
     assert len(err.splitlines()) == 1 and "\x1b" not in err and "Traceback" not in err
+
+
+def test_links_and_chains_terminate_on_every_loadable_case() -> None:
+    """Cycles in links (External id / correlation / flows / Python parent ids pointing back) never hang."""
+    from malformed.cli import time_limit
+
+    from trntui.analysis.links import build_links
+    from trntui.errors import TrntuiError
+    from trntui.loaders import load_profile
+
+    try:
+        from trntui.analysis.chains import follow
+    except ImportError:  # pragma: no cover - chains not in this build
+        follow = None
+    for case in CASES:
+        if case.name == "fifo.json":
+            continue
+        with time_limit(CASE_TIMEOUT_S):
+            try:
+                prof = load_profile(case.path)
+            except TrntuiError:
+                continue
+            build_links(prof)
+            if follow is not None:
+                for i in range(len(prof)):
+                    follow(prof, i)
