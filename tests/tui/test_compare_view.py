@@ -30,6 +30,13 @@ async def wait_for(pilot, condition, tries: int = 200) -> bool:
     return condition()
 
 
+async def open_filter(pilot, screen: CompareScreen) -> None:
+    """`/`, then wait until the filter box has the focus (keys typed before that would go to the table)."""
+    await pilot.press("slash")
+    box = screen.query_one("#compare-filter")
+    assert await wait_for(pilot, lambda: screen.focused is box)
+
+
 def diff_text(screen: CompareScreen, rows: int) -> list[str]:
     """Rendered lines of the diff table: header then `rows` data rows."""
     return [screen.table.render_line(y).text for y in range(rows + 1)]
@@ -67,7 +74,8 @@ async def test_sort_cycle_and_filter(corpus_runs) -> None:
         await pilot.press("s")  # → |Δ Calls|
         await pilot.pause()
         assert screen.sort == "calls"
-        await pilot.press("slash", *"back", "enter")
+        await open_filter(pilot, screen)
+        await pilot.press(*"back", "enter")
         await pilot.pause()
         lines = diff_text(screen, 3)
         assert [line.split()[0] for line in lines[1:3]] == ["AddmmBackward0", "CatBackward0"]
@@ -86,7 +94,8 @@ async def test_invalid_filter_keeps_rows(corpus_runs) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.compare
-        await pilot.press("slash", "(")
+        await open_filter(pilot, screen)
+        await pilot.press("(")
         await pilot.pause()
         assert len(screen.view) == 18
         assert screen.query_one("#compare-filter").has_class("-invalid")
@@ -97,7 +106,8 @@ async def test_enter_opens_op_in_run_timeline(corpus_runs) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.compare
-        await pilot.press("slash", *"all2all", "enter")
+        await open_filter(pilot, screen)
+        await pilot.press(*"all2all", "enter")
         await pilot.pause()
         await pilot.press("1", "enter")  # not in the baseline run: opens where it is (#2), with a notice
         assert await wait_for(pilot, lambda: isinstance(app.screen, OpTimelineScreen))
