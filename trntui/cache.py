@@ -29,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
-FORMAT = 1
+from trntui.model.args import ArgsStore
+
+FORMAT = 2
 """Bumped whenever what is stored changes."""
 
 DEFAULT_MIN_BYTES = 8 << 20
@@ -67,47 +69,6 @@ def min_bytes() -> int:
         return int(os.environ.get("TRNTUI_CACHE_MIN_BYTES", DEFAULT_MIN_BYTES))
     except ValueError:
         return DEFAULT_MIN_BYTES
-
-
-class ArgsStore(Sequence):
-    """Per-event raw `args` JSON held as one byte blob plus offsets; `store[i]` is bytes, or None (no args).
-
-    Drop-in for the list of `msgspec.Raw` a fresh load keeps in `Profile.args_raw`.
-    """
-
-    def __init__(self, blob: Any, offsets: np.ndarray) -> None:
-        self.blob = blob
-        """uint8 array (possibly memory-mapped) or bytes: the args of every event, back to back."""
-        self.offsets = offsets
-        """int64, len(events) + 1: event i's args are blob[offsets[i]:offsets[i + 1]] (empty: no args)."""
-
-    def __len__(self) -> int:
-        return int(self.offsets.shape[0]) - 1
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
-        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        if a == b:
-            return None
-        chunk = self.blob[a:b]
-        return chunk.tobytes() if isinstance(chunk, np.ndarray) else bytes(chunk)
-
-    @classmethod
-    def from_raw(cls, raws: Sequence[Any]) -> "ArgsStore":
-        """Pack a list of raw args (bytes-like or None) into one blob."""
-        if isinstance(raws, ArgsStore):
-            return raws
-        present = [r if r is not None else b"" for r in raws]
-        lengths = np.fromiter(map(len, present), np.int64, count=len(present))
-        offsets = np.zeros(len(present) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(b"".join(present), offsets)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -181,7 +142,7 @@ def _read_entry(d: Path, meta: dict[str, Any]) -> Any:
         ld["tier"] = Tier(ld["tier"])
         lanes.append(Lane(**ld))
     flows = Flows(**{c: arr(f"flow_{c}") for c in _FLOW_COLUMNS})
-    args = ArgsStore(arr("args_blob", mmap=True), arr("args_offsets"))
+    args = ArgsStore(arr("args_blob", mmap=True), arr("args_starts"), arr("args_ends"))
     pmeta = ProfileMeta(**meta["profile_meta"])
     profile = Profile(
         names=meta["names"], cats=meta["cats"], lanes=lanes, flows=flows, args_raw=args, meta=pmeta, **cols
@@ -262,7 +223,8 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], with_table: bool)
     args = ArgsStore.from_raw(profile.args_raw)
     blob = args.blob if isinstance(args.blob, np.ndarray) else np.frombuffer(args.blob, np.uint8)
     save("args_blob", blob)
-    save("args_offsets", args.offsets)
+    save("args_starts", args.starts)
+    save("args_ends", args.ends)
     lanes = []
     for lane in profile.lanes:
         ld = dataclasses.asdict(lane)

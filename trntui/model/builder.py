@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from trntui.model.args import ArgsStore
 from trntui.model.profile import NO_ID, Flows, Lane, Profile, ProfileMeta, Tier
 
 
@@ -147,11 +148,21 @@ class ProfileBuilder:
         identity = bool(len(order)) and bool(np.all(order[1:] > order[:-1]))
         if not identity:
             data = {c: v[order] for c, v in data.items()}
-        args: list[Any] = []
-        for a in self._args:
-            args.extend(a)
-        if not identity and args:
-            args = [args[i] for i in order.tolist()]
+        # args as one compact blob (frees the file buffers the raw slices point into), then reordered;
+        # sources that give parsed dicts (or anything not bytes-like) keep a plain list
+        args: Any
+        try:
+            args = ArgsStore.concat(self._args)
+        except TypeError:
+            args = []
+            for a in self._args:
+                args.extend(a)
+            if not identity and args:
+                args = [args[i] for i in order.tolist()]
+        else:
+            self._args = []
+            if not identity and len(args):
+                args = args.permuted(order)
         flows = Flows()
         if self._flows:
             inverse = np.empty_like(order)

@@ -1,0 +1,78 @@
+"""Raw per-event `args` JSON kept compactly: one byte blob plus start/end offsets per event.
+
+A fresh load holds each event's args as a `msgspec.Raw` slice of the whole file buffer, which keeps the
+file's bytes (and one Python object per event) alive for the profile's lifetime. `ArgsStore` copies just the
+args bytes into one blob (a fraction of the file), so the file buffer can be freed; the parsed-profile cache
+stores the same blob. `store[i]` is the event's args bytes, or None when it has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+class ArgsStore(Sequence):
+    """Per-event raw args: `blob[starts[i]:ends[i]]` (empty: the event has no args)."""
+
+    def __init__(self, blob: Any, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.blob = blob
+        """bytes, or a uint8 array (possibly memory-mapped from the cache)."""
+        self.starts = starts
+        self.ends = ends
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        a, b = int(self.starts[i]), int(self.ends[i])
+        if a == b:
+            return None
+        chunk = self.blob[a:b]
+        return chunk.tobytes() if isinstance(chunk, np.ndarray) else bytes(chunk)
+
+    def permuted(self, order: np.ndarray) -> "ArgsStore":
+        """The same args in a new event order (`new[k] = old[order[k]]`), sharing the blob."""
+        return ArgsStore(self.blob, self.starts[order], self.ends[order])
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.blob) + self.starts.nbytes + self.ends.nbytes
+
+    @classmethod
+    def from_raw(cls, raws: Sequence[Any]) -> "ArgsStore":
+        """Pack raw args (bytes-like or None per event) into one blob."""
+        if isinstance(raws, ArgsStore):
+            return raws
+        present = [r if r is not None else b"" for r in raws]
+        lengths = np.fromiter(map(len, present), np.int64, count=len(present))
+        offsets = np.zeros(len(present) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(b"".join(present), offsets[:-1], offsets[1:])
+
+    @classmethod
+    def concat(cls, parts: Sequence[Any]) -> "ArgsStore":
+        """One store from several (stores or raw lists), in order."""
+        stores = [cls.from_raw(p) for p in parts]
+        if len(stores) == 1:
+            return stores[0]
+        blobs, starts, ends, shift = [], [], [], 0
+        for st in stores:
+            blob = st.blob.tobytes() if isinstance(st.blob, np.ndarray) else bytes(st.blob)
+            blobs.append(blob)
+            starts.append(st.starts + shift)
+            ends.append(st.ends + shift)
+            shift += len(blob)
+        if not stores:
+            z = np.zeros(0, np.int64)
+            return cls(b"", z, z.copy())
+        return cls(b"".join(blobs), np.concatenate(starts), np.concatenate(ends))
