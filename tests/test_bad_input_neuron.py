@@ -187,3 +187,29 @@ def test_neuron_loaded_cases_are_consistent(neuron_cases: list[Case]) -> None:
         assert (table.count > 0).all(), case.name
         for col in (table.cpu_time_total, table.device_time_total, table.self_device_time_total):
             assert (col >= 0).all(), case.name
+
+
+def test_raw_capture_conversion_messages_are_escaped(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A raw capture in a hostile directory, converted by a (fake) neuron-explorer that fails with hostile
+    output: progress lines, the printed command and the error stay free of control characters."""
+    import os
+    import stat
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "neuron-explorer"
+    tool.write_text(f"#!{sys.executable}\nimport sys\nprint('boom \\x1b]52;c;QQ==\\x07 \\x1b[2J', file=sys.stderr)\n"
+                    "sys.exit(3)\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "cache"))
+    session = tmp_path / "profile_output" / "i-0a1b2c3d4e5f60718_pid_7" / "2026\x1b[2J\x07[bold]x"
+    session.mkdir(parents=True)
+    (session / "ntrace.pb").write_bytes(b"\x0a\x02pb")
+    (session / "trace_info.pb").write_bytes(b"\x0a\x02pb")
+    (session / "1_vnc_0.ntff").write_bytes(b"NTFF")
+    rc, out, err, caught, secs = run_cli(["summary", str(tmp_path / "profile_output")], capsys)
+    assert rc in (0, 2) and "Traceback" not in out + err
+    assert CONTROL.search(out + err) is None, err
+    rc, out, err, caught, secs = run_cli(["info", str(tmp_path / "profile_output")], capsys)
+    assert CONTROL.search(out + err) is None, err

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trntui.errors import LoadError
+from trntui.textsafe import safe_text
 
 TOOLS = ("neuron-explorer", "neuron-profile")
 EXTRA_PATHS = ("/opt/aws/neuron/bin",)
@@ -128,7 +129,7 @@ def convert(
 ) -> tuple[Path, str]:
     """Convert one session into the cache (or reuse a previous conversion). Returns (export path, format)."""
     session_dir = Path(session_dir)
-    say = progress or (lambda msg: print(f"trntui: {msg}", file=sys.stderr, flush=True))
+    say = progress or (lambda msg: print(f"trntui: {safe_text(msg)}", file=sys.stderr, flush=True))
     hit = cached_export(session_dir)
     if hit:
         say(f"using the conversion cached in {hit[0]}")
