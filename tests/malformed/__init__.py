@@ -271,7 +271,7 @@ def build_corpus(root: Path) -> list[Case]:
         _x("epoch_float", ts=1712195495519689.0, dur=10.5),
         _x("relative", ts=4203669604595.407, dur=1.5),
         _x("small", ts=12.5, dur=1),
-    ], baseTimeNanoseconds=1735632360000000000), "ok")
+    ], baseTimeNanoseconds=1735632360000000000), "load")
     file("base_time_weird.json", with_events([_x("a")], baseTimeNanoseconds="soon"), "either")
     file("base_time_huge.json", with_events([_x("a")], baseTimeNanoseconds=10**40), "either")
     file("base_time_negative.json", with_events([_x("a")], baseTimeNanoseconds=-(2**63)), "either")

@@ -254,6 +254,11 @@ _MAX_NS = 2**62
 """Timestamps (absolute ns) beyond this are corrupted values, not clocks (year 2116); such events are skipped."""
 
 
+_SUSPECT_SPAN_NS = 86_400 * 10**9
+"""A trace longer than a day mixes clocks or holds corrupted timestamps (the TensorBoard plugin drops a Record
+Window End more than 24 h after the start for the same reason)."""
+
+
 def to_ns(values: np.ndarray) -> np.ndarray:
     """µs floats → int64 ns, exact for integral µs (epoch ints) and rounded to the ns otherwise."""
     whole = np.floor(values)
@@ -474,6 +479,10 @@ def add_events(
         sel = [e for e, ok in zip(sel, keep_ok.tolist()) if ok]
         start, end, kinds = start[keep_ok], end[keep_ok], kinds[keep_ok]
         m = len(sel)
+    if m and int(end.max()) - int(start.min()) > _SUSPECT_SPAN_NS:
+        days = (int(end.max()) - int(start.min())) / 86_400e9
+        meta.notes.append(f"events span {days:,.1f} days: timestamps from different clocks (mixed ts regimes) "
+                          "or corrupted values (e.g. an absurd Record Window End)")
     pid = idmap(list(map(attrgetter("pid"), sel)))
     tid = idmap(list(map(attrgetter("tid"), sel)))
     cat_ids = _intern_column(list(map(attrgetter("cat"), sel)), builder.intern_cat, np.int16)
