@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,8 +112,8 @@ def recover_events(data: bytes) -> Recovered | None:
         rec.top["baseTimeNanoseconds"] = int(base.group(1))
 
     # candidate boundaries: (end of object, start of the next element or -1 when the array closes there)
-    ends: list[int] = []
-    nexts: list[int] = []
+    ends = array("q")  # 8 bytes per boundary (a 400 MB trace has millions)
+    nexts = array("q")
     for m in _BOUNDARY.finditer(data, body_start):
         ends.append(m.start() + 1)
         nexts.append(-1 if m.group(1) else m.end())
