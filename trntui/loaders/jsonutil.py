@@ -22,10 +22,10 @@ def decode_args(raw: Any) -> dict[str, Any]:
     """Parse one event's raw `args` (kept as `msgspec.Raw` at load time) into a dict; {} if unreadable."""
     try:
         value = _args_decoder.decode(raw)
-    except (msgspec.DecodeError, ValueError, TypeError):
+    except (msgspec.DecodeError, ValueError, TypeError, RecursionError):
         try:
             value = json.loads(bytes(raw).decode("utf-8", "replace"), strict=False)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             return {}
     return value if isinstance(value, dict) else {"value": value}
 
