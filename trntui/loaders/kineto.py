@@ -25,7 +25,7 @@ from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import NO_ID, EventKind, Flows, Profile, ProfileMeta, Tier
 
 
-class Ev(msgspec.Struct, omit_defaults=True):
+class Ev(msgspec.Struct, omit_defaults=True, gc=False):  # no cycles possible: untracked is faster
     """One chrome trace event, as written by Kineto; `args` stays raw until someone asks."""
 
     ph: str = ""
@@ -273,8 +273,11 @@ class _IdMap:
 
     def __call__(self, values: list[Any]) -> np.ndarray:
         try:
+            if self.__dict__.get("_mixed"):  # a column already failed the int fast path: skip the retry
+                raise TypeError
             return np.fromiter(values, np.int64, count=len(values))
         except (TypeError, ValueError, OverflowError):
+            self._mixed = True
             # few distinct pids/tids: convert each distinct value once, then C-level lookups per event
             # (dict.fromkeys keeps first-occurrence order, so string ids are numbered as before)
             table = {v: self.one(v) for v in dict.fromkeys(values)}
