@@ -177,3 +177,52 @@ def test_links_and_chains_terminate_on_every_loadable_case() -> None:
             if follow is not None:
                 for i in range(len(prof)):
                     follow(prof, i)
+
+
+def test_damaged_cache_entries_never_break_the_cli(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Every file of a cache entry truncated, emptied, swapped with another one or mis-shaped: the CLI still
+    prints the same table (a miss, then a rebuild), never a traceback."""
+    import numpy as np
+
+    try:
+        from trntui import cache
+    except ImportError:  # pragma: no cover - no cache in this build
+        pytest.skip("no cache")
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", "0")
+    monkeypatch.delenv("TRNTUI_NO_CACHE", raising=False)
+    trace = tmp_path / "prof" / "trace.json"
+    trace.parent.mkdir()
+    trace.write_bytes(valid_trace(n_steps=4))
+    rc, expected, err, caught, _ = run_cli(["summary", str(trace)], capsys)
+    assert rc == 0 and not err
+    entries = [p for p in (tmp_path / "cache").rglob("meta.json")]
+    if not entries:
+        pytest.skip("this build did not cache the run")
+    entry = entries[0].parent
+    pristine = {p.name: p.read_bytes() for p in entry.iterdir() if p.is_file()}
+    other = next(iter(pristine))
+
+    def damages(name: str, data: bytes):
+        yield data[: len(data) // 2]
+        yield b""
+        yield pristine[other] if name != other else b"{}"
+        if name.endswith(".npy"):
+            import io
+
+            buf = io.BytesIO()
+            np.save(buf, np.arange(3, dtype=np.int64) * 10**12)  # wrong length and values
+            yield buf.getvalue()
+        if name == "meta.json":
+            yield b'{"stamp": 5}'
+            yield data.replace(b'"names"', b'"nomes"')
+
+    for name, data in pristine.items():
+        for bad in damages(name, data):
+            for p, d in pristine.items():
+                (entry / p).write_bytes(d)
+            (entry / name).write_bytes(bad)
+            rc, out, err, caught, _ = run_cli(["summary", str(trace)], capsys)
+            assert rc in (0, 2) and "Traceback" not in err and "TRNTUI_DEBUG" not in err, (name, err)
+            if rc == 0:
+                assert out == expected, name

@@ -120,7 +120,7 @@ def load(run: Any) -> Any | None:
         if meta.get("stamp") != _stamp(files):
             return None
         profile = _read_entry(d, meta)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, AttributeError):  # damaged entry: a miss
         return None
     try:
         os.utime(d)  # recently used
@@ -147,9 +147,26 @@ def _read_entry(d: Path, meta: dict[str, Any]) -> Any:
     profile = Profile(
         names=meta["names"], cats=meta["cats"], lanes=lanes, flows=flows, args_raw=args, meta=pmeta, **cols
     )
+    _check_entry(cols, flows, args, len(lanes), len(meta["names"]), len(meta["cats"]))
     if "table" in meta:
         profile.cache[("key_averages", False)] = _read_table(d, meta["table"], arr)
     return profile
+
+
+def _check_entry(cols: dict[str, np.ndarray], flows: Any, args: Any, n_lanes: int, n_names: int, n_cats: int) -> None:
+    """Raise ValueError when the arrays of an entry do not fit together (a damaged or mixed-up entry)."""
+    n = len(cols["start"])
+    if any(a.ndim != 1 or len(a) != n for a in cols.values()):
+        raise ValueError("event columns of different lengths")
+    for col, limit in (("lane", n_lanes), ("name", n_names), ("cat", n_cats)):
+        a = cols[col]
+        if n and (int(a.min()) < 0 or int(a.max()) >= limit):
+            raise ValueError(f"{col} ids out of range")
+    m = len(flows.key)
+    if any(len(getattr(flows, c)) != m for c in _FLOW_COLUMNS) or (m and not 0 <= int(flows.event.min()) <= int(flows.event.max()) < n):
+        raise ValueError("flow columns do not fit the events")
+    if len(args) != n:
+        raise ValueError("args do not fit the events")
 
 
 def _read_table(d: Path, tmeta: dict[str, Any], arr: Any) -> Any:
@@ -158,6 +175,9 @@ def _read_table(d: Path, tmeta: dict[str, Any], arr: Any) -> Any:
     arrays = {k: arr(f"table_{k}") for k in _TABLE_ARRAYS}
     members = arr("table_members")
     bounds = arr("table_member_offsets")
+    rows = len(tmeta["name"])
+    if any(a.ndim != 1 or len(a) != rows for a in arrays.values()) or len(bounds) != rows + 1:
+        raise ValueError("table columns do not fit the rows")
     rows_events = [members[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
     return OpTable(
         name=tmeta["name"],
