@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
@@ -286,8 +287,14 @@ def _prune(root: Path) -> None:
         # `neuron/` holds raw-capture conversions (trntui.loaders.neuron_convert), not parsed-profile entries
         entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".tmp-") and p.name != "neuron"]
         entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        # leftovers of interrupted or superseded writes
+        stale = [p for p in root.glob(".tmp-*") if p.stat().st_mtime < time.time() - 3600]
+        stale += [p for p in entries if ".old-" in p.name]
     except OSError:
         return
+    for old in stale:
+        shutil.rmtree(old, ignore_errors=True)
+    entries = [p for p in entries if ".old-" not in p.name]
     for old in entries[MAX_ENTRIES:]:
         shutil.rmtree(old, ignore_errors=True)
 
