@@ -197,15 +197,25 @@ def test_terminal_opens_the_app_on_the_result(tmp_path: Path, monkeypatch: pytes
     import trntui.commands.profile as profile_cmd
 
     opened: list[Path] = []
-    monkeypatch.setattr(profile_cmd, "_tui_launcher", lambda: lambda path: opened.append(path) or 0)
+    monkeypatch.setattr(profile_cmd, "_tui_launcher", lambda several=False: lambda path: opened.append(path) or 0)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     out = tmp_path / "tty"
     assert main(["profile", "rmsnorm", "--device", "cpu", "--variant", "fused", "--out", str(out)]) == 0
     assert opened == [out]
     assert "== fused ==" not in capsys.readouterr().out  # the app, not the tables
     # without a TUI in the build: the tables instead
-    monkeypatch.setattr(profile_cmd, "_tui_launcher", lambda: None)
+    monkeypatch.setattr(profile_cmd, "_tui_launcher", lambda several=False: None)
     assert main(["profile", "rmsnorm", "--device", "cpu", "--variant", "fused", "--force", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert "aten::_fused_rms_norm" in captured.out or "aten::rms_norm" in captured.out
     assert "TUI is not available" in captured.err
+
+
+def test_several_variants_end_in_the_compare_view() -> None:
+    """`--variant all` on a terminal opens the compare view; one variant opens the explorer."""
+    import trntui.commands.compare as compare_cmd
+    import trntui.commands.open as open_cmd
+    import trntui.commands.profile as profile_cmd
+
+    assert profile_cmd._tui_launcher(several=True) is compare_cmd.launch_compare
+    assert profile_cmd._tui_launcher(several=False) is open_cmd.launch

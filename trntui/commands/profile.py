@@ -161,22 +161,23 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
         print(f"trntui: warning: {warning} (recorded in the manifest)", file=sys.stderr)
     print(f"trntui: wrote {result.out}", file=sys.stderr, flush=True)
     if not args.no_tui and sys.stdout.isatty():
-        launch = _tui_launcher()
+        launch = _tui_launcher(several=len(result.variants) > 1)
         if launch is not None:
             return int(launch(result.out) or 0)
         print("trntui: the TUI is not available in this build; printing the summaries", file=sys.stderr)
     return print_summaries(result, args.sort, args.limit)
 
 
-def _tui_launcher() -> Any:
+def _tui_launcher(several: bool = False) -> Any:
+    """The app to open after a capture: the compare view when several variants were captured (the
+    walkthrough's side-by-side, Enter opens an op in its run's timeline), else the explorer."""
+    import importlib
     import importlib.util
 
-    if importlib.util.find_spec("trntui.commands.open") is None:
+    name, attr = ("trntui.commands.compare", "launch_compare") if several else ("trntui.commands.open", "launch")
+    if importlib.util.find_spec(name) is None:
         return None
-    import importlib
-
-    module = importlib.import_module("trntui.commands.open")
-    return getattr(module, "launch", None)
+    return getattr(importlib.import_module(name), attr, None)
 
 
 def print_summaries(result: Any, sort_key: str, limit: int | None) -> int:
