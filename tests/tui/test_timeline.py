@@ -143,3 +143,24 @@ async def test_cpu_capture_lanes(cpu_profile_dir):
         text = "\n".join(lines(timeline, timeline.size.height))
         assert "── framework dispatch ──" in text
         assert "█" in text
+
+
+async def test_subrows_toggle(corpus_dir):
+    """`d` merges a lane's nesting sub-rows into one row (small terminals) and splits them again."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await pilot.press("down", "down", "enter", "tab")
+        timeline = app.timeline
+        expanded = [d.title for d in timeline.display_rows]
+        assert "+1" in expanded
+        event = timeline.event_under_cursor()
+        await pilot.press("d")
+        merged = [d.title for d in timeline.display_rows]
+        assert "+1" not in merged and len(merged) < len(expanded)
+        assert len({d.row.lane for d in timeline.display_rows if d.row is not None}) == len(
+            [d for d in timeline.display_rows if d.row is not None]
+        )
+        assert timeline.event_under_cursor() == event
+        await pilot.press("n")
+        assert app.profile.name_of(timeline.event_under_cursor()) == "aten::add"
+        await pilot.press("d")
+        assert [d.title for d in timeline.display_rows] == expanded

@@ -93,6 +93,7 @@ class Timeline(Widget, can_focus=True):
         Binding("comma", "nudge(-1)", "Cursor left one cell", show=False, id="timeline-cursor-left"),
         Binding("full_stop", "nudge(1)", "Cursor right one cell", show=False, id="timeline-cursor-right"),
         Binding("enter", "choose", "Chain", id="timeline-chain"),
+        Binding("d", "toggle_subrows", "Sub-rows", show=False, id="timeline-subrows"),
     ]
 
     COMPONENT_CLASSES = {
@@ -156,6 +157,8 @@ class Timeline(Widget, can_focus=True):
         """The event the cursor was put on by `[`/`]`/`n`/`N`, while it stays under the cursor."""
         self.first_row = 0
         """First display row drawn (vertical scroll)."""
+        self.subrows = MAX_SUBROWS
+        """Nesting depths drawn per lane (1: one row per lane, all depths merged)."""
         self.selection = np.empty(0, np.int64)
         """Highlighted events (the selected op's instances and what they launched)."""
         self.instances = np.empty(0, np.int64)
@@ -175,16 +178,7 @@ class Timeline(Widget, can_focus=True):
     def set_profile(self, profile: "Profile") -> None:
         """Show `profile` fitted to its span, cursor on the first lane row."""
         self.profile = profile
-        self.rows = build_rows(profile, MAX_SUBROWS)
-        self.display_rows = []
-        last_tier = None
-        for index, row in enumerate(self.rows):
-            lane = profile.lanes[row.lane]
-            if lane.tier != last_tier:
-                self.display_rows.append(DisplayRow(lane.tier.title))
-                last_tier = lane.tier
-            label = safe_text(lane.label) if row.depth == 0 else f"+{row.depth}"
-            self.display_rows.append(DisplayRow(label, row, index))
+        self._build_display()
         self.origin = display_span(profile)[0]
         self.selection = np.empty(0, np.int64)
         self.instances = np.empty(0, np.int64)
@@ -194,6 +188,23 @@ class Timeline(Widget, can_focus=True):
         self.first_row = 0
         self.cursor_event = -1
         self.fit()
+
+    def _build_display(self) -> None:
+        """Rows for the current sub-row setting: tier headings, then each lane's depth rows."""
+        profile = self.profile
+        if profile is None:
+            return
+        self.rows = build_rows(profile, self.subrows)
+        self.display_rows = []
+        last_tier = None
+        for index, row in enumerate(self.rows):
+            lane = profile.lanes[row.lane]
+            if lane.tier != last_tier:
+                self.display_rows.append(DisplayRow(lane.tier.title))
+                last_tier = lane.tier
+            label = safe_text(lane.label) if row.depth == 0 else f"+{row.depth}"
+            self.display_rows.append(DisplayRow(label, row, index))
+        self._cache.clear()
 
     def select(self, highlight: np.ndarray, instances: np.ndarray) -> None:
         """Highlight `highlight`; `instances` (an op's own events) are what `n`/`N` step through."""
@@ -430,6 +441,24 @@ class Timeline(Widget, can_focus=True):
             k = int(np.searchsorted(starts, self._abs(self.cursor_t), side="left")) - 1
         k %= len(self.instances)
         self.go_to_event(int(self.instances[k]))
+
+    def action_toggle_subrows(self) -> None:
+        """One row per lane (all nesting depths merged) or one row per depth; the cursor stays on its lane."""
+        if self.profile is None:
+            return
+        current = self.display_rows[self.cursor_row].row if self.display_rows else None
+        lane = current.lane if current is not None else -1
+        self.subrows = 1 if self.subrows > 1 else MAX_SUBROWS
+        self._build_display()
+        self._selected = selected_intervals(self.rows, self.selection)
+        self._selection_version += 1
+        self.cursor_row = next(
+            (k for k, d in enumerate(self.display_rows) if d.row is not None and d.row.lane == lane),
+            self._first_lane_row(),
+        )
+        self.first_row = 0
+        self._scroll_to_cursor()
+        self._changed()
 
     def action_choose(self) -> None:
         event = self.event_under_cursor()
