@@ -61,17 +61,17 @@ async def test_filter_regex_and_invalid_regex(corpus_dir):
     """`/` filters rows by a case-insensitive regex; an invalid regex is a notice, not a crash."""
     async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
         ops = app.ops
-        await pilot.press("slash", *"^ATEN::(add|mul)$", "enter")
+        await pilot.press("slash", *"(ADD|mul)$", "enter")
         await pilot.pause()
         assert sorted(first_names(ops, 2)) == ["aten::add", "aten::mul"]
         assert ops.render_line(3).text.strip() == ""
         assert "2/25 rows" in str(ops.border_title)
-        assert "filter: /^ATEN::(add|mul)$/" in str(ops.border_title)
+        assert "filter: /(ADD|mul)$/" in str(ops.border_title)
         assert app.focused is ops
-        await pilot.press("slash", "ctrl+u", *"add[", "enter")
+        await pilot.press("slash", "ctrl+u", "[", "enter")
         await pilot.pause()
         assert any("invalid regex" in n.message for n in app._notifications)
-        assert "filter: /add/" in str(ops.border_title)  # the last valid pattern stays
+        assert "filter" not in str(ops.border_title)  # the last valid pattern (empty) stays
         await pilot.press("escape")
         await pilot.pause()
         assert "filter" not in str(ops.border_title)
