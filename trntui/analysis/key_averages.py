@@ -315,17 +315,21 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     kern_kept[deleted] = 0
     device_total = kern_kept.copy()
     if has_kern_ev.any() and len(kept):
-        depth = np.zeros(m, np.int64)
-        cur = final_parent.copy()
-        cur[deleted] = -1
-        live = np.nonzero(cur >= 0)[0]
+        # depth in the final tree by pointer doubling, then children before parents, one level at a time
+        ptr = final_parent.copy()
+        ptr[deleted] = -1
+        depth = (ptr >= 0).astype(np.int64)
+        live = np.nonzero(ptr >= 0)[0]
         while len(live):
-            depth[live] += 1
-            nxt = final_parent[cur[live]]
-            cur[live] = nxt
-            live = live[nxt >= 0]
-        for lvl in range(int(depth.max()), 0, -1):
-            at = kept[depth[kept] == lvl]
+            p = ptr[live]
+            depth[live] += depth[p]
+            ptr[live] = ptr[p]
+            live = live[ptr[live] >= 0]
+        nonroot = kept[depth[kept] > 0]
+        by_level = nonroot[np.argsort(-depth[nonroot], kind="stable")]
+        levels = depth[by_level]
+        cuts = np.nonzero(np.diff(levels))[0] + 1
+        for at in np.split(by_level, cuts) if len(by_level) else []:
             np.add.at(device_total, final_parent[at], device_total[at])
     return CpuTree(
         events=order[kept],
