@@ -112,3 +112,20 @@ async def test_follow_failure_is_shown_not_raised(corpus_dir, monkeypatch):
         assert app.chain.text_lines == ["⚠ could not follow the links of this event: ValueError: corrupt link table"]
         await pilot.press("down", "s")
         assert app.is_running
+
+
+async def test_enter_on_a_hop_moves_the_timeline(corpus_dir):
+    """In the chain pane, j/k pick a hop and Enter puts the timeline cursor on it (op → launch → kernel)."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await pilot.press("down", "down", "enter", "shift+tab")
+        assert app.focused is app.chain
+        profile, timeline = app.profile, app.timeline
+        await pilot.press("j", "j", "enter")
+        kernel = timeline.event_under_cursor()
+        assert profile.name_of(kernel).startswith("void at::native::vectorized_elementwise_kernel")
+        assert profile.lane_of(kernel).label == "PID:0/device/Stream:7"
+        assert "vectorized_elementwise_kernel" in timeline.render_line(1).text
+        await pilot.press("k", "enter")
+        assert profile.name_of(timeline.event_under_cursor()) == "cudaLaunchKernel"
+        await pilot.press("k", "enter")
+        assert timeline.event_under_cursor() == 33

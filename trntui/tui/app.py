@@ -265,6 +265,11 @@ class TrntuiApp(App[None]):
         self.chain.show_event(message.event)
         self._titles()
 
+    @on(ChainView.HopChosen)
+    def _hop_chosen(self, message: ChainView.HopChosen) -> None:
+        if message.control is self.chain:
+            self.timeline.go_to_event(message.event)
+
     @on(OpTableView.FilterRequested)
     def _filter_requested(self) -> None:
         box = self.query_one("#filter", Input)

@@ -81,6 +81,7 @@ find the hotspot in the ops table, see it on the timeline, follow one op down to
   each with duration, start (from the start of the trace) and the latency from the hop above (`dispatch`: op
   start → runtime call; `queue`: end of the runtime call → execution), the link rule that matched, parent and
   child ops, and the op's args on demand (`a`). A link that cannot be followed is stated (`⚠ missing link`).
+  `j`/`k` pick a hop, Enter shows it on the timeline.
 
 A directory with several runs (the variants of `trntui profile`, or ranks) asks which one to open; `r` switches
 later, `c` compares them. Loading runs in a background thread: the UI paints at once and stays responsive.

@@ -44,11 +44,12 @@ class ChainView(ScrollView, can_focus=True):
 
     BINDINGS = [
         Binding("a", "toggle_args", "Args", id="chain-args"),
-        Binding("down,j", "scroll_down", "Scroll down", show=False, id="chain-down"),
-        Binding("up,k", "scroll_up", "Scroll up", show=False, id="chain-up"),
+        Binding("enter", "show_hop", "Show on timeline", id="chain-show-hop"),
+        Binding("down,j", "cursor(1)", "Next line", show=False, id="chain-down"),
+        Binding("up,k", "cursor(-1)", "Previous line", show=False, id="chain-up"),
     ]
 
-    COMPONENT_CLASSES = {"chain--title", "chain--muted", "chain--missing", "chain--name", "chain--hw"}
+    COMPONENT_CLASSES = {"chain--title", "chain--muted", "chain--missing", "chain--name", "chain--hw", "chain--cursor"}
 
     DEFAULT_CSS = """
     ChainView { scrollbar-size-vertical: 1; overflow-x: hidden; }
@@ -57,6 +58,7 @@ class ChainView(ScrollView, can_focus=True):
     ChainView > .chain--missing { color: $text-warning; }
     ChainView > .chain--name { text-style: bold; }
     ChainView > .chain--hw { color: $text-success; }
+    ChainView > .chain--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     """
 
     class TitleChanged(Message):
@@ -71,8 +73,23 @@ class ChainView(ScrollView, can_focus=True):
         def control(self) -> "Widget":
             return self.pane
 
+    class HopChosen(Message):
+        """Enter on a hop: show event `event` on the timeline."""
+
+        def __init__(self, view: "ChainView", event: int) -> None:
+            self.view = view
+            self.event = event
+            super().__init__()
+
+        @property
+        def control(self) -> "ChainView":
+            return self.view
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.line_events: list[int] = []
+        """Per line: the event of the hop drawn on it, or -1."""
+        self.cursor_line = 0
         self.profile: Profile | None = None
         self.chain: Chain | None = None
         self.event = -1
@@ -96,6 +113,7 @@ class ChainView(ScrollView, can_focus=True):
         from trntui.analysis.chains import follow
 
         self.event = event
+        self.cursor_line = -1
         try:
             self.chain = follow(self.profile, event)
             self.error = ""
@@ -145,6 +163,13 @@ class ChainView(ScrollView, can_focus=True):
     def _build(self) -> None:
         profile, chain = self.profile, self.chain
         lines: list[Line] = []
+        events: list[int] = []
+
+        def hop_line(hop: "Hop", indent: str, name_width: int) -> None:
+            events.extend([-1] * (len(lines) - len(events)))
+            lines.append(self._hop_line(hop, indent, name_width))
+            events.append(hop.events[0])
+
         if self.error:
             lines.append([("⚠ " + safe_text(self.error), "missing")])
         elif profile is None or chain is None:
@@ -155,7 +180,7 @@ class ChainView(ScrollView, can_focus=True):
             root = chain.root_hop
             if chain.root != chain.selected:
                 lines.append([(f"selected {safe_text(profile.name_of(chain.selected))}; its chain starts at the op that launched it", "muted")])
-            lines.append(self._hop_line(root, "", name_width))
+            hop_line(root, "", name_width)
             shown = chain.branches[:MAX_BRANCHES_SHOWN]
             last_via = -1
             for b, branch in enumerate(shown):
@@ -164,7 +189,7 @@ class ChainView(ScrollView, can_focus=True):
                     if d == 0 and via != chain.root and hop.events == [via] and via == last_via:
                         continue  # the child op heading this branch was drawn for the previous one
                     indent = "  " * d + "└ "
-                    lines.append(self._hop_line(hop, indent, name_width))
+                    hop_line(hop, indent, name_width)
                 last_via = via
             more = len(chain.branches) - len(shown) + chain.truncated
             if more > 0:
@@ -191,6 +216,11 @@ class ChainView(ScrollView, can_focus=True):
             else:
                 lines.append([("a: show args (input dims, types)", "muted")])
         self.lines = lines
+        self.line_events = events + [-1] * (len(lines) - len(events))
+        if not 0 <= self.cursor_line < len(lines) or self.line_events[self.cursor_line] < 0:
+            hops = [k for k, e in enumerate(self.line_events) if e >= 0]
+            selected = [k for k in hops if self.line_events[k] == self.event]
+            self.cursor_line = (selected or hops or [0])[0]
         self.virtual_size = Size(self.size.width, len(lines))
         self.post_message(self.TitleChanged(self))
         self.refresh()
@@ -199,6 +229,25 @@ class ChainView(ScrollView, can_focus=True):
     def action_toggle_args(self) -> None:
         self.show_args = not self.show_args
         self._build()
+
+    def action_cursor(self, delta: int) -> None:
+        if not self.lines:
+            return
+        self.cursor_line = max(0, min(self.cursor_line + delta, len(self.lines) - 1))
+        top = int(self.scroll_offset.y)
+        height = max(self.scrollable_content_region.height, 1)
+        if self.cursor_line < top:
+            self.scroll_to(y=self.cursor_line, animate=False, immediate=True)
+        elif self.cursor_line >= top + height:
+            self.scroll_to(y=self.cursor_line - height + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def action_show_hop(self) -> None:
+        event = self.line_events[self.cursor_line] if 0 <= self.cursor_line < len(self.line_events) else -1
+        if event < 0:
+            self.notify("Put the cursor on a hop (j/k) to show it on the timeline", severity="warning")
+            return
+        self.post_message(self.HopChosen(self, event))
 
     # -- rendering -------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -215,8 +264,18 @@ class ChainView(ScrollView, can_focus=True):
             "name": base + self.get_component_rich_style("chain--name"),
             "hw": base + self.get_component_rich_style("chain--hw") + Style(bold=True),
         }
+        if k == self.cursor_line and self.has_focus:
+            cursor = self.get_component_rich_style("chain--cursor")
+            segments = [Segment(text, styles.get(role, base) + cursor) for text, role in self.lines[k]]
+            return Strip(segments).crop_extend(0, width, base + cursor)
         segments = [Segment(text, styles.get(role, base)) for text, role in self.lines[k]]
         return Strip(segments).crop_extend(0, width, base)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
 
     def on_resize(self) -> None:
         if self.chain is not None:
