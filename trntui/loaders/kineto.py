@@ -273,11 +273,8 @@ class _IdMap:
 
     def __call__(self, values: list[Any]) -> np.ndarray:
         try:
-            if self.__dict__.get("_mixed"):  # a column already failed the int fast path: skip the retry
-                raise TypeError
             return np.fromiter(values, np.int64, count=len(values))
         except (TypeError, ValueError, OverflowError):
-            self._mixed = True
             # few distinct pids/tids: convert each distinct value once, then C-level lookups per event
             # (dict.fromkeys keeps first-occurrence order, so string ids are numbered as before)
             table = {v: self.one(v) for v in dict.fromkeys(values)}
@@ -536,7 +533,9 @@ def add_events(
     # --- flows: bind each s/f half to the slice it belongs to ---------------------------------------
     flow_idx = np.nonzero((ph == _PH["s"]) | (ph == _PH["f"]))[0]
     if len(flow_idx):
-        _add_flows([events[k] for k in flow_idx.tolist()], start, end, pid, tid, kinds, first, builder, idmap, base)
+        _add_flows(
+            [events[k] for k in flow_idx.tolist()], start, end, pid, tid, kinds, first, builder, idmap, base, ph[flow_idx]
+        )
 
     # --- device kind and backend label --------------------------------------------------------------
     _detect_device(builder, top_meta, meta)
@@ -592,6 +591,7 @@ def _add_flows(
     builder: ProfileBuilder,
     idmap: _IdMap,
     base: int,
+    ph_codes: np.ndarray | None = None,
 ) -> None:
     """Attach flow halves to slices on the same thread: the slice starting at the flow's ts, else the
     innermost one containing it. Unpaired halves are kept in the table but reported."""
@@ -611,9 +611,13 @@ def _add_flows(
         id_table = {v: _to_id(v) for v in dict.fromkeys(ids)}
         keys = np.fromiter(map(id_table.__getitem__, ids), np.int64, count=nf)
     del ids
-    cat_table = {c: builder.intern_cat(C.FLOW_ALIASES.get(c, c or "flow")) for c in dict.fromkeys(map(attrgetter("cat"), flows))}
-    fcat = np.fromiter(map(cat_table.__getitem__, map(attrgetter("cat"), flows)), np.int16, count=nf)
-    fph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), flows)), np.int8, count=nf)
+    fcats = list(map(attrgetter("cat"), flows))
+    cat_table = {c: builder.intern_cat(C.FLOW_ALIASES.get(c, c or "flow")) for c in dict.fromkeys(fcats)}
+    fcat = np.fromiter(map(cat_table.__getitem__, fcats), np.int16, count=nf)
+    del fcats
+    if ph_codes is None:
+        ph_codes = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), flows)), np.int8, count=nf)
+    fph = ph_codes
     role = np.where(fph == _PH["s"], Flows.START, Flows.FINISH).astype(np.int8)
     bound = np.full(nf, -1, np.int64)
 
