@@ -76,11 +76,17 @@ def parse_time(text: str) -> int:
 
 
 def parse_window(spec: str, profile: Profile) -> tuple[int, int]:
-    """`T0:T1` relative to the profile's first event (either side may be empty) → absolute ns [t0, t1)."""
+    """`T0:T1` relative to the timeline's +0 (either side may be empty) → absolute ns [t0, t1).
+
+    +0 is the first event outside the marker lanes (the profiler's own `Trace` span can start well before
+    the recorded work), as in the timeline.
+    """
     if ":" not in spec:
         raise TrntuiError(f"bad --window {spec!r}: use T0:T1, e.g. 100ms:250ms or :2s")
     a, b = spec.split(":", 1)
-    origin, last = profile.span
+    from trntui.analysis.timeline import display_span
+
+    origin, last = display_span(profile)
     t0 = origin + parse_time(a) if a.strip() else origin
     t1 = origin + parse_time(b) if b.strip() else last + 1
     if t1 <= t0:

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--window",
         metavar="T0:T1",
-        help="only events starting in this time window, relative to the first event (ns/us/ms/s, default ms), "
+        help="only events starting in this time window, relative to the timeline's +0 (ns/us/ms/s, default ms), "
         "e.g. 100ms:250ms or :2s",
     )
     p.add_argument(
