@@ -159,3 +159,10 @@ def test_info_output_is_literal(fmt: str, hostile: Path, capsys) -> None:
         rc, out, err = _run(["info", "--format", fmt, str(target)], capsys)
         _assert_clean(out, err)
         assert rc in (0, 2)
+
+
+def test_bidi_overrides_are_shown_not_obeyed() -> None:
+    """A right-to-left override in a name would make the terminal show a different name: it is made visible."""
+    from trntui.textsafe import safe_text
+
+    assert safe_text("aten::\u202eevil\u2066x") == "aten::\\u202eevil\\u2066x"

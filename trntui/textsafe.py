@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0/C1 controls, plus bidi overrides that would make a name display differently from what it is."""
 
 
 def _visible(match: re.Match[str]) -> str:
     ch = match.group(0)
     if ch == "\t":
         return " "
-    return f"\\x{ord(ch):02x}"
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def safe_text(value: object) -> str:
