@@ -34,7 +34,7 @@ from trntui.analysis.timeline import (
     row_cells,
     selected_intervals,
 )
-from trntui.textsafe import safe_text
+from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
     from trntui.model.profile import Profile
@@ -578,15 +578,17 @@ class Timeline(Widget, can_focus=True):
         profile = self.profile
         at = f"@{format_offset(self.cursor_t)}"
         event = self.event_under_cursor() if profile is not None else -1
+        lane = ""
+        if self.display_rows and self.display_rows[self.cursor_row].row is not None and profile is not None:
+            lane = f" · {safe_text(profile.lanes[self.display_rows[self.cursor_row].row.lane].label)}"
         if event >= 0 and profile is not None:
             dur = int(profile.end[event] - profile.start[event])
-            text = (
-                f"▸ {safe_text(profile.name_of(event))} · {format_ns(dur)}"
-                f" · start {format_offset(int(profile.start[event]) - self.origin)}"
-            )
+            tail = f" · {format_ns(dur)} · start {format_offset(int(profile.start[event]) - self.origin)}"
+            text = f"▸ {truncate(safe_text(profile.name_of(event)), max(width - 2 - len(tail), 16))}{tail}"
         else:
             text = f"▸ (no event under cursor) · {at}"
-        return Strip([Segment(text, base + Style(bold=True))]).crop_extend(0, width, base)
+        segments = [Segment(text, base + Style(bold=True)), Segment(lane, self._styles()["label"])]
+        return Strip(segments).crop_extend(0, width, base)
 
     def lane_text(self, k: int) -> str:
         """Plain text of display row `k` (tests, docs)."""
