@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from textual.widgets import OptionList, Static
 
 from trntui.tui.app import TrntuiApp
@@ -123,7 +125,7 @@ async def test_missing_path_reports_error(tmp_path):
 async def test_run_picker_and_switching_runs(cpu_profile_dir):
     """A directory with several runs asks which one; `r` switches later."""
     if not cpu_profile_dir.is_dir():
-        return
+        pytest.skip("no multi-run sample profile directory (sample_profiles/cpu)")
     app = TrntuiApp(cpu_profile_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
