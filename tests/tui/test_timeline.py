@@ -164,3 +164,17 @@ async def test_subrows_toggle(corpus_dir):
         assert app.profile.name_of(timeline.event_under_cursor()) == "aten::add"
         await pilot.press("d")
         assert [d.title for d in timeline.display_rows] == expanded
+
+
+async def test_lane_paging(corpus_dir):
+    """PgDn/PgUp move the lane cursor a page at a time and scroll the rows with it."""
+    async with opened(corpus_dir / "cuda_ns_resolution_68k.json.gz") as (app, pilot):
+        await pilot.press("tab")
+        timeline = app.timeline
+        start = timeline.cursor_row
+        await pilot.press("pagedown", "pagedown", "pagedown")
+        assert timeline.cursor_row > start
+        assert timeline.first_row <= timeline.cursor_row < timeline.first_row + timeline.visible_rows
+        assert timeline.display_rows[timeline.cursor_row].row is not None
+        await pilot.press("pageup", "pageup", "pageup", "pageup")
+        assert timeline.cursor_row <= start

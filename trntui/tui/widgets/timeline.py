@@ -90,6 +90,8 @@ class Timeline(Widget, can_focus=True):
         Binding("N", "instance(-1)", "Prev instance", id="timeline-prev-instance", group=_INSTANCE),
         Binding("down,j", "lane(1)", "Lane down", show=False, id="timeline-lane-down"),
         Binding("up,k", "lane(-1)", "Lane up", show=False, id="timeline-lane-up"),
+        Binding("pagedown,ctrl+d", "lane_page(1)", "Lanes page down", show=False, id="timeline-page-down"),
+        Binding("pageup,ctrl+u", "lane_page(-1)", "Lanes page up", show=False, id="timeline-page-up"),
         Binding("comma", "nudge(-1)", "Cursor left one cell", show=False, id="timeline-cursor-left"),
         Binding("full_stop", "nudge(1)", "Cursor right one cell", show=False, id="timeline-cursor-right"),
         Binding("enter", "choose", "Chain", id="timeline-chain"),
@@ -408,6 +410,13 @@ class Timeline(Widget, can_focus=True):
             self.cursor_event = -1
             self._scroll_to_cursor()
             self.refresh()
+
+    def action_lane_page(self, direction: int) -> None:
+        for _ in range(max(self.visible_rows - 1, 1)):
+            before = self.cursor_row
+            self.action_lane(direction)
+            if self.cursor_row == before:
+                break
 
     def action_step(self, direction: int) -> None:
         if not self.display_rows or self.profile is None:
