@@ -22,7 +22,7 @@ from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
 from trntui.tui.commands import ActionsProvider
-from trntui.tui.messages import LoadFailed, LoadProgress, ProfileLoaded, RunsFound
+from trntui.tui.messages import LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
 from trntui.tui.widgets.timeline import Timeline
@@ -227,10 +227,8 @@ class TrntuiApp(App[None]):
         self.push_screen(ErrorScreen(message.reason))
 
     # -- pane coordination -----------------------------------------------------------------------
-    @on(OpTableView.TitleChanged)
-    @on(Timeline.TitleChanged)
-    @on(ChainView.TitleChanged)
-    def _title_changed(self, message: OpTableView.TitleChanged | Timeline.TitleChanged | ChainView.TitleChanged) -> None:
+    @on(PaneTitleChanged)
+    def _title_changed(self, message: PaneTitleChanged) -> None:
         pane = message.pane
         pane.border_title = Text(pane.title)
 

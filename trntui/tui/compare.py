@@ -366,11 +366,8 @@ class OpTimelineScreen(Screen[None]):
         chain.show_event(message.event)
         chain.border_title = Text(chain.title)
 
-    def on_timeline_title_changed(self, message) -> None:  # Timeline.TitleChanged
-        from trntui.tui.widgets.timeline import Timeline
-
-        t = self.query_one(Timeline)
-        t.border_title = Text(t.title)
+    def on_pane_title_changed(self, message) -> None:  # PaneTitleChanged: this screen's panes show their titles
+        message.pane.border_title = Text(message.pane.title)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from trntui.analysis.key_averages import OpTable
     from trntui.loaders.discover import Run
     from trntui.model.profile import Profile
@@ -49,3 +51,16 @@ class LoadFailed(Message):
     """Loading failed; `reason` is one line for the user."""
 
     reason: str
+
+
+class PaneTitleChanged(Message):
+    """A pane's `title` changed (sort/filter, window/scale, chained event); the App shows it in the border."""
+
+    def __init__(self, pane: "Widget") -> None:
+        self.pane = pane
+        """The widget whose `title` changed."""
+        super().__init__()
+
+    @property
+    def control(self) -> "Widget":
+        return self.pane

@@ -20,6 +20,7 @@ from textual.widget import Widget
 
 from trntui.analysis.timeline import format_ns, format_offset
 from trntui.model.profile import Tier
+from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
@@ -60,18 +61,6 @@ class ChainView(ScrollView, can_focus=True):
     ChainView > .chain--hw { color: $text-success; }
     ChainView > .chain--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     """
-
-    class TitleChanged(Message):
-        """The chain shown (or the args toggle) changed; the pane title names the event."""
-
-        def __init__(self, pane: "Widget") -> None:
-            self.pane = pane
-            """The widget whose `title` changed."""
-            super().__init__()
-
-        @property
-        def control(self) -> "Widget":
-            return self.pane
 
     class HopChosen(Message):
         """Enter on a hop: show event `event` on the timeline."""
@@ -222,7 +211,7 @@ class ChainView(ScrollView, can_focus=True):
             selected = [k for k in hops if self.line_events[k] == self.event]
             self.cursor_line = (selected or hops or [0])[0]
         self.virtual_size = Size(self.size.width, len(lines))
-        self.post_message(self.TitleChanged(self))
+        self.post_message(PaneTitleChanged(self))
         self.refresh()
 
     # -- actions ---------------------------------------------------------------------------------

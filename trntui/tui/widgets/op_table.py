@@ -18,6 +18,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from trntui.report import format_time
+from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -124,18 +125,6 @@ class OpTableView(ScrollView, can_focus=True):
     class FilterRequested(Message):
         """`/` pressed: the pane should show its filter input."""
 
-    class TitleChanged(Message):
-        """The sort or filter changed (the pane title shows them)."""
-
-        def __init__(self, pane: "Widget") -> None:
-            self.pane = pane
-            """The widget whose `title` changed."""
-            super().__init__()
-
-        @property
-        def control(self) -> "Widget":
-            return self.pane
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.table: OpTable | None = None
@@ -209,7 +198,7 @@ class OpTableView(ScrollView, can_focus=True):
         self._cache.clear()
         self.cursor = min(self.cursor, max(len(self.view) - 1, 0))
         self.virtual_size = Size(self.size.width, len(self.view) + 1)
-        self.post_message(self.TitleChanged(self))
+        self.post_message(PaneTitleChanged(self))
         self._scroll_cursor_visible()
         self.refresh()
 

@@ -34,6 +34,7 @@ from trntui.analysis.timeline import (
     row_cells,
     selected_intervals,
 )
+from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
@@ -127,18 +128,6 @@ class Timeline(Widget, can_focus=True):
         @property
         def control(self) -> "Timeline":
             return self.timeline
-
-    class TitleChanged(Message):
-        """The window or scale changed (the pane title shows them)."""
-
-        def __init__(self, pane: "Widget") -> None:
-            self.pane = pane
-            """The widget whose `title` changed."""
-            super().__init__()
-
-        @property
-        def control(self) -> "Widget":
-            return self.pane
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -306,7 +295,7 @@ class Timeline(Widget, can_focus=True):
         self._changed()
 
     def _changed(self) -> None:
-        self.post_message(self.TitleChanged(self))
+        self.post_message(PaneTitleChanged(self))
         self.refresh()
 
     @property
