@@ -32,7 +32,6 @@ from trntui.capture import (  # noqa: E402
     resolve_device,
     resolve_source,
 )
-from trntui.cli import main  # noqa: E402
 from trntui.errors import TrntuiError  # noqa: E402
 from trntui.loaders import find_runs, load_run  # noqa: E402
 

@@ -3,8 +3,6 @@ per-physical-core duplicates (LNC=2) merged into one hop, and broken links repor
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,17 +13,12 @@ from trntui.analysis.neuron import device_time_info
 from trntui.loaders import find_runs, load_profile, load_run
 from trntui.model.profile import Tier
 
+from tests.neuron_samples import generator
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _generator():
-    name = "make_neuron_samples"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+_generator = generator
 
 
 def _events(profile, name: str) -> list[int]:

@@ -45,15 +45,9 @@ else:
 
 
 def _raw_capture(tmp_path: Path, with_trace: bool = True) -> Path:
-    import importlib.util
+    from tests.neuron_samples import generator
 
-    name = "make_neuron_samples"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    gen = sys.modules[name]
+    gen = generator()
     ts = tmp_path / "profile_output" / f"{INST}_pid_{PID}" / "20261130_120000_000"
     ts.mkdir(parents=True)
     if with_trace:

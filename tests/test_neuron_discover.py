@@ -6,9 +6,7 @@ placeholders: trntui never parses them, it only detects, pairs and reports them.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,18 +17,13 @@ from trntui.commands.info import describe
 from trntui.loaders import find_runs, load_run
 from trntui.loaders.neuron_discover import find_neuron_runs, scan
 
+from tests.neuron_samples import generator
+
 REPO = Path(__file__).resolve().parents[1]
 INST = "i-0a1b2c3d4e5f60718"
 
 
-def _generator():
-    name = "make_neuron_samples"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+_generator = generator
 
 
 def _touch(path: Path, data: bytes = b"\x0a\x02pb") -> Path:

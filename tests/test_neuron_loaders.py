@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,19 +15,14 @@ from trntui.loaders.neuron_parquet import load_parquet_export
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import Tier
 
+from tests.neuron_samples import generator
+
 REPO = Path(__file__).resolve().parents[1]
 INST = "i-0a1b2c3d4e5f60718"
 NAIVE = {"aten::mul": 1164.5, "aten::add": 434.6, "aten::rsqrt": 415.0, "aten::mean": 340.8}
 
 
-def _generator():
-    name = "make_neuron_samples"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+_generator = generator
 
 
 def _device(profile) -> dict[str, float]:

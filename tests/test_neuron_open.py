@@ -3,24 +3,17 @@ its Neuron lanes and chains render (Textual Pilot, headless)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 from trntui.tui.app import TrntuiApp
+
+from tests.neuron_samples import generator
 
 REPO = Path(__file__).resolve().parents[1]
 INST = "i-0a1b2c3d4e5f60718"
 
 
-def _generator():
-    name = "make_neuron_samples"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+_generator = generator
 
 
 def _ranks(tmp_path: Path) -> Path:

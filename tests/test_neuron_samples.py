@@ -6,10 +6,8 @@ and its device-time attribution (nc_exec_running → op through flow_id, LNC=2 c
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,18 +16,13 @@ from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
 from trntui.loaders import find_runs, load_profile
 
+from tests.neuron_samples import generator
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_profiles" / "neuron"
 
 
-def _generator():
-    name = "make_neuron_samples"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_neuron_samples.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+_generator = generator
 
 
 WALKTHROUGH_NAIVE = {

@@ -493,8 +493,6 @@ def add_events(
     # --- lanes: one per (tier, pid, tid/stream) ----------------------------------------------------
     device_pids = {p for p, lab in process_labels.items() if lab and not lab.upper().startswith("CPU")}
     cat_kind = [C.lane_kind(c) for c in builder.cats]
-    tier_of_cat = np.array([int(k[0]) for k in cat_kind] or [0], np.int64)
-    ev_tier = tier_of_cat[cat_ids] if m else np.empty(0, np.int64)
     lane_ids = np.empty(m, np.int32)
     if m:
         # unique (cat, pid, tid) rows in lexicographic order, via ranks packed into one int64 key

@@ -16,7 +16,6 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
 
 from trntui.analysis.timeline import format_ns, format_offset
 from trntui.model.profile import Tier

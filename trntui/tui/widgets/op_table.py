@@ -15,7 +15,6 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
 
 from trntui.report import format_time
 from trntui.tui.messages import PaneTitleChanged
