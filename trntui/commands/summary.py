@@ -80,7 +80,16 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "steps", None) or getattr(args, "window", None):
             from trntui.analysis.select import select_events
 
-            subset = select_events(profile, steps_spec=args.steps, window_spec=args.window)
+            try:
+                subset = select_events(profile, steps_spec=args.steps, window_spec=args.window)
+            except TrntuiError as exc:
+                if not many:
+                    raise
+                failures += 1
+                from trntui.textsafe import safe_text
+
+                print(f"trntui: error: {safe_text(run.name)}: {safe_text(exc)}", file=sys.stderr)
+                continue
         table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes, events=subset)
         run_sort = sort
         if sort.startswith(("self_device", "device")) and not table.has_device:
