@@ -65,7 +65,7 @@ _ABSENT = -(2**63) + 7
 """Default of absent link keys (an int, so whole columns convert with one `np.fromiter`)."""
 
 
-class LinkArgs(msgspec.Struct):
+class LinkArgs(msgspec.Struct, gc=False):
     """The args keys needed to link ops, runtime calls and device rows."""
 
     ext: int | float | str | None = msgspec.field(name="External id", default=_ABSENT)
@@ -315,7 +315,11 @@ def _to_id(v: Any) -> int:
 
 
 def _link_columns(args: list[Any], meta: ProfileMeta) -> tuple[np.ndarray, np.ndarray]:
-    """External id and correlation per event, decoded from the raw args in one batch."""
+    """External id and correlation per event, decoded from the raw args.
+
+    Decoded in chunks (one decode call per event, cheaper than joining them into one array) so that only a
+    chunk of decoded objects is alive at a time; the rare files with non-int ids take the exact per-value path.
+    """
     n = len(args)
     ext = np.full(n, NO_ID, np.int64)
     corr = np.full(n, NO_ID, np.int64)
@@ -323,33 +327,68 @@ def _link_columns(args: list[Any], meta: ProfileMeta) -> tuple[np.ndarray, np.nd
     present = list(compress(range(n), mask))
     if not present:
         return ext, corr
-    try:  # one decode call per event: cheaper than joining the raw args into one array and decoding that
-        decoded = list(map(_link_one_decoder.decode, compress(args, mask)))
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        decoded = []
-        for k in present:
-            try:
-                decoded.append(_link_decoder.decode(b"[" + bytes(args[k]) + b"]")[0])
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                decoded.append(LinkArgs())
     idx = np.asarray(present, np.int64)
     m = len(idx)
-    try:  # fast path: every value an int (or absent)
-        e = np.fromiter(map(attrgetter("ext"), decoded), np.int64, count=m)
-        legacy = np.fromiter(map(attrgetter("ext_legacy"), decoded), np.int64, count=m)
-        e = np.where(e == _ABSENT, legacy, e)
-        e[e == _ABSENT] = NO_ID
-        ext[idx] = e
-    except (TypeError, ValueError, OverflowError):
-        ext_vals = [d.ext if d.ext is not None and not _is_absent(d.ext) else d.ext_legacy for d in decoded]
-        ext[idx] = [NO_ID if v is None or _is_absent(v) else _to_id(v) for v in ext_vals]
+    raws = list(compress(args, mask))
+    e_out = np.empty(m, np.int64)
+    c_out = np.empty(m, np.int64)
+    fast_e = fast_c = True
     try:
-        c = np.fromiter(map(attrgetter("corr"), decoded), np.int64, count=m)
-        c[c == _ABSENT] = NO_ID
-        corr[idx] = c
-    except (TypeError, ValueError, OverflowError):
-        corr[idx] = [NO_ID if v is None or _is_absent(v) else _to_id(v) for v in map(attrgetter("corr"), decoded)]
+        for a in range(0, m, _LINK_CHUNK):
+            part = list(map(_link_one_decoder.decode, raws[a : a + _LINK_CHUNK]))
+            k = len(part)
+            if fast_e:
+                try:  # every value an int (or absent)
+                    e = np.fromiter(map(attrgetter("ext"), part), np.int64, count=k)
+                    legacy = np.fromiter(map(attrgetter("ext_legacy"), part), np.int64, count=k)
+                    e = np.where(e == _ABSENT, legacy, e)
+                    e[e == _ABSENT] = NO_ID
+                    e_out[a : a + k] = e
+                except (TypeError, ValueError, OverflowError):
+                    fast_e = False
+            if fast_c:
+                try:
+                    c = np.fromiter(map(attrgetter("corr"), part), np.int64, count=k)
+                    c[c == _ABSENT] = NO_ID
+                    c_out[a : a + k] = c
+                except (TypeError, ValueError, OverflowError):
+                    fast_c = False
+            if not fast_e and not fast_c:
+                break
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        fast_e = fast_c = False
+    decoded: list[LinkArgs] = []
+    if not (fast_e and fast_c):
+        try:
+            decoded = list(map(_link_one_decoder.decode, raws))
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            for r in raws:
+                try:
+                    decoded.append(_link_one_decoder.decode(r))
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    decoded.append(LinkArgs())
+    del raws
+    if fast_e:
+        ext[idx] = e_out
+    else:  # a value that is not an int somewhere: the exact per-value rules, for the whole column
+        ext_vals = [d.ext if d.ext is not None and not _is_absent(d.ext) else d.ext_legacy for d in decoded]
+        ext[idx] = _exact_ids(ext_vals)
+    if fast_c:
+        corr[idx] = c_out
+    else:
+        corr[idx] = _exact_ids(list(map(attrgetter("corr"), decoded)))
     return ext, corr
+
+
+def _exact_ids(values: list[Any]) -> np.ndarray:
+    """Absent/null → -1; all ints (or int-like) → as is; otherwise every value through `_to_id`."""
+    try:
+        return np.fromiter((NO_ID if v is None or _is_absent(v) else v for v in values), np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        return np.asarray([NO_ID if v is None or _is_absent(v) else _to_id(v) for v in values], np.int64)
+
+
+_LINK_CHUNK = 65536
 
 
 def _is_absent(v: Any) -> bool:
