@@ -98,7 +98,16 @@ def find_runs(path: Path) -> list[Run]:
         runs.append(Run(name=name, root=directory, framework_traces=traces, manifest=manifest))
     if not runs:
         raise LoadError(path, "no trace files found (expected trace.json, *.pt.trace.json[.gz] or a Neuron profile)")
+    runs.sort(key=_capture_order)
     return runs
+
+
+def _capture_order(run: Run) -> tuple[int, str]:
+    """Variants of one `trntui profile` capture in the order it ran them (naive, fused, compiled), then by name."""
+    variants, variant = run.manifest.get("variants"), run.manifest.get("variant")
+    if isinstance(variants, list) and variant in variants:
+        return (variants.index(variant), run.name)
+    return (len(variants) if isinstance(variants, list) else 1 << 30, run.name)
 
 
 def _walk_traces(path: Path, max_depth: int = 6) -> list[Path]:
