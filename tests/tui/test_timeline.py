@@ -87,6 +87,13 @@ async def test_pan_zoom_fit_keys(corpus_dir):
         await pilot.press("0")
         assert (timeline.t0, timeline.ns_per_cell) == fitted
         assert str(timeline.border_title).startswith("Timeline · +0ns … +43")
+        # g / G (home / end) jump to the trace's start and end at the current zoom
+        await pilot.press("plus", "plus", "plus", "G")
+        first, last = timeline.window
+        assert timeline.cursor_col >= 0 and last >= timeline.cursor_t > first
+        assert timeline.cursor_t >= fitted[1] * timeline.cells * 0.9  # near the end of the 43 s trace
+        await pilot.press("home")
+        assert timeline.cursor_t == 0.0 and timeline.window[0] <= 0.0
 
 
 async def test_next_instance_and_next_event(corpus_dir):

@@ -85,6 +85,8 @@ class Timeline(Widget, can_focus=True):
         Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline-zoom-in", group=_ZOOM),
         Binding("minus", "zoom(2)", "Zoom out", id="timeline-zoom-out", group=_ZOOM),
         Binding("0", "fit", "Fit all", id="timeline-fit"),
+        Binding("home,g", "edge(-1)", "Trace start", show=False, id="timeline-start"),
+        Binding("end,G", "edge(1)", "Trace end", show=False, id="timeline-end"),
         Binding("left_square_bracket", "step(-1)", "Prev event", id="timeline-prev-event", group=_STEP),
         Binding("right_square_bracket", "step(1)", "Next event", id="timeline-next-event", group=_STEP),
         Binding("n", "instance(1)", "Next instance", id="timeline-next-instance", group=_INSTANCE),
@@ -389,6 +391,15 @@ class Timeline(Widget, can_focus=True):
 
     def action_fit(self) -> None:
         self.fit()
+
+    def action_edge(self, side: int) -> None:
+        """Jump the cursor to the start (side < 0) or end of the trace, keeping the zoom."""
+        if self.profile is None:
+            return
+        a, b = display_span(self.profile)
+        self.cursor_event = -1
+        self._center_on(float((a if side < 0 else b - 1) - self.origin))
+        self._changed()
 
     def action_lane(self, delta: int) -> None:
         k = self.cursor_row + delta
