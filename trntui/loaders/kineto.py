@@ -10,10 +10,15 @@ string pids. Partial overlaps are kept; unpaired flow halves are counted, not fa
 from __future__ import annotations
 
 import gc
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import attrgetter, is_not
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -21,6 +26,7 @@ import numpy as np
 from trntui.errors import LoadError
 from trntui.loaders.jsonutil import read_bytes, repair_json
 from trntui.model import categories as C
+from trntui.model.args import ArgsStore
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import NO_ID, EventKind, Flows, Profile, ProfileMeta, Tier
 
@@ -73,7 +79,15 @@ class LinkArgs(msgspec.Struct, gc=False):
     corr: int | float | str | None = msgspec.field(name="correlation", default=_ABSENT)
 
 
+class _TraceTop(Trace):
+    """The object form's top level with the event array kept raw (decoded in chunks)."""
+
+    traceEvents: msgspec.Raw = None  # type: ignore[assignment]
+
+
 _trace_decoder = msgspec.json.Decoder(Trace)
+_top_raw_decoder = msgspec.json.Decoder(_TraceTop)
+_raw_value_decoder = msgspec.json.Decoder(msgspec.Raw)
 _list_decoder = msgspec.json.Decoder(list[Ev])
 _ev_decoder = msgspec.json.Decoder(Ev)
 _raw_list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
@@ -122,6 +136,263 @@ def decode_trace(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], 
             meta.notes.extend(f"repaired: {n}" for n in notes)
             return _decode_tolerant(fixed, path, meta)
     return _recover(data, path, meta)
+
+
+_CHUNK_BYTES = 16 << 20
+"""Event-array text decoded per chunk: only one chunk of `Ev` objects is alive at a time."""
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+"""A candidate boundary between two events (may also match inside a string or nested args: a chunk cut
+there is not valid JSON, since it ends inside a string or an open object, and is retried longer)."""
+
+
+_PARALLEL_MIN_BYTES = 64 << 20
+"""Event arrays this large are decoded by two processes (a forked child takes the second half)."""
+
+
+def _parallel_ok(size: int) -> bool:
+    if size < _PARALLEL_MIN_BYTES or not hasattr(os, "fork") or threading.active_count() != 1:
+        return False  # forking a process with other threads is unsafe
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+def _decode_range(inner: memoryview) -> list[_Part] | None:
+    """Chunks of a slice of the event array that starts and ends at event boundaries; None if invalid."""
+    size = len(inner)
+    parts: list[_Part] = []
+    pos = 0
+    while pos < size:
+        end = nxt = size
+        if pos + _CHUNK_BYTES < size:
+            m = _BOUNDARY.search(inner, pos + _CHUNK_BYTES)
+            if m is not None:
+                end, nxt = m.start() + 1, m.end() - 1
+        events = None
+        for _attempt in range(4):
+            try:
+                events = _list_decoder.decode(b"[" + inner[pos:end] + b"]")
+                break
+            except msgspec.DecodeError:
+                if end == size:
+                    return None
+                m = _BOUNDARY.search(inner, nxt)
+                end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (size, size)
+            except (msgspec.ValidationError, RecursionError):
+                return None
+        if events is None:
+            return None
+        parts.append(_part_of(events))
+        del events
+        pos = nxt
+    return parts
+
+
+def _decode_parallel(inner: memoryview) -> list[_Part] | None:
+    """Decode the event array in two halves: this process the first, a forked child the second (its
+    columns come back through a pipe as msgpack). None when either half is not valid or the child fails."""
+    m = _BOUNDARY.search(inner, len(inner) // 2)
+    if m is None:
+        return None
+    mid_end, mid_next = m.start() + 1, m.end() - 1
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns into the caller's code
+        code = 1
+        try:
+            os.close(r)
+            theirs = _decode_range(inner[mid_next:])
+            if theirs is not None:
+                with os.fdopen(w, "wb") as f:
+                    f.write(_pack_parts(theirs))
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    done = False
+    mine: list[_Part] | None = None
+    payload = b""
+    try:
+        with os.fdopen(r, "rb") as f:
+            mine = _decode_range(inner[:mid_end])
+            payload = f.read() if mine is not None else b""
+        done = True
+    finally:
+        if not done or not payload:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    if mine is None or status != 0 or not payload:
+        return None
+    try:
+        theirs = _unpack_parts(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError):
+        return None
+    del payload
+    return mine + theirs
+
+
+# the child's columns travel as msgpack (plain data: arrays as dtype + bytes, kept events as JSON)
+def _arr(a: np.ndarray) -> list[Any]:
+    return [a.dtype.str, a.tobytes()]
+
+
+def _unarr(t: list[Any]) -> np.ndarray:
+    return np.frombuffer(t[1], np.dtype(t[0]))
+
+
+def _ids_enc(v: Any) -> list[Any]:
+    return [_arr(v)] if isinstance(v, np.ndarray) else [v[0], _arr(v[1])]
+
+
+def _ids_dec(t: list[Any]) -> Any:
+    return _unarr(t[0]) if len(t) == 1 else (t[0], _unarr(t[1]))
+
+
+def _pack_parts(parts: list[_Part]) -> bytes:
+    out = []
+    for p in parts:
+        x, f = p.x, p.flows
+        xs = [x.m, _arr(x.ts), _arr(x.dur), _arr(x.kinds), _ids_enc(x.pid), _ids_enc(x.tid), _ids_enc(x.cat),
+              _ids_enc(x.name), [x.args.blob, _arr(x.args.starts), _arr(x.args.ends)],
+              None if x.links is None else [_arr(x.links[0]), _arr(x.links[1])]]
+        fs = None if f is None else [f.n, _arr(f.ts), _ids_enc(f.pid), _ids_enc(f.tid), _arr(f.keys), _ids_enc(f.cat), _arr(f.ph)]
+        out.append([p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs])
+    return msgspec.msgpack.encode(out)
+
+
+def _unpack_parts(payload: bytes) -> list[_Part]:
+    parts = []
+    for n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs in msgspec.msgpack.decode(payload):
+        p = _Part()
+        p.n, p.n_m, p.n_x, p.n_be, p.n_sft = n, n_m, n_x, n_be, n_sft
+        p.m_events, p.be_events = _list_decoder.decode(m_ev), _list_decoder.decode(be_ev)
+        x = p.x = _XCols()
+        x.m, x.ts, x.dur, x.kinds = xs[0], _unarr(xs[1]), _unarr(xs[2]), _unarr(xs[3])
+        x.pid, x.tid, x.cat, x.name = _ids_dec(xs[4]), _ids_dec(xs[5]), _ids_dec(xs[6]), _ids_dec(xs[7])
+        blob, starts, ends = xs[8]
+        x.args = ArgsStore(blob, _unarr(starts), _unarr(ends))
+        x.links = None if xs[9] is None else (_unarr(xs[9][0]), _unarr(xs[9][1]))
+        if fs is None:
+            p.flows = None
+        else:
+            f = p.flows = _FCols()
+            f.n, f.ts, f.pid, f.tid, f.keys, f.cat, f.ph = (
+                fs[0], _unarr(fs[1]), _ids_dec(fs[2]), _ids_dec(fs[3]), _unarr(fs[4]), _ids_dec(fs[5]), _unarr(fs[6]))
+        parts.append(p)
+    return parts
+
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EVENTS_NAME = re.compile(rb'"traceEvents"')
+
+
+def _array_ends(data: bytes, a: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Candidate ends `e` (the `]`) of the event array opened at `data[a]` in the object form, last first,
+    with the top-level metadata: `head + [] + tail` must decode with nothing else called traceEvents.
+
+    A `]` inside the event array never gives a valid tail (the array's and its events' closers would
+    follow), so a wrong candidate can only be one inside the tail's own values; the chunk decode of the
+    event array then fails at its end and the next candidate is tried."""
+    head = data[:a]
+    hi = len(data)
+    for _ in range(8):
+        e = data.rfind(b"]", a, hi)
+        if e < 0:
+            return
+        hi = e
+        tail = data[e + 1 :]
+        if _EVENTS_NAME.search(tail):
+            continue
+        try:
+            top = _top_raw_decoder.decode(head + b"[]" + tail)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            continue
+        if top.traceEvents is None or bytes(top.traceEvents) != b"[]":
+            continue
+        yield e, _top_meta(top)
+
+
+def _decode_chunked(data: bytes) -> tuple[list[_Part], dict[str, Any]] | None:
+    """Decode a valid trace chunk by chunk into columns; None when anything is unusual (the caller then
+    takes the whole-file path with its fallbacks for damaged input, which gives the same result).
+
+    The document is split as head + event array + tail without parsing it whole: the head and tail are
+    decoded together (with an empty array in between), the array in chunks cut at candidate event
+    boundaries; every byte is decoded once and all of it must be valid, so the split is the JSON parse."""
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    n = len(data)
+    a = 0
+    while a < n and data[a] in b" \t\r\n":
+        a += 1
+    first = data[a : a + 1]
+    if first == b"[":
+        e = n - 1
+        while e > a and data[e] in b" \t\r\n":
+            e -= 1
+        if e <= a or data[e] != ord("]"):
+            return None
+        ends: Iterator[tuple[int, dict[str, Any]]] = iter([(e, {})])
+    elif first == b"{":
+        m = _EVENTS_KEY.search(data)
+        if m is None:
+            return None
+        a = m.end() - 1
+        ends = _array_ends(data, a)
+    else:
+        return None
+    nxt_end = next(ends, None)
+    if nxt_end is None:
+        return None
+    e, top_meta = nxt_end
+    view = memoryview(data)
+    if _parallel_ok(e - a - 1):
+        halves = _decode_parallel(view[a + 1 : e])
+        if halves is not None:
+            return halves, top_meta
+    parts: list[_Part] = []
+    pos = 0
+    while True:
+        inner = view[a + 1 : e]
+        size = len(inner)
+        if pos >= size:
+            break
+        end = nxt = size
+        if pos + _CHUNK_BYTES < size:
+            m = _BOUNDARY.search(inner, pos + _CHUNK_BYTES)
+            if m is not None:
+                end, nxt = m.start() + 1, m.end() - 1
+        events = None
+        for _attempt in range(4):
+            try:
+                events = _list_decoder.decode(b"[" + inner[pos:end] + b"]")
+                break
+            except msgspec.DecodeError:  # cut inside a string or nested object: extend to the next boundary
+                if end == size:
+                    break
+                m = _BOUNDARY.search(inner, nxt)
+                end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (size, size)
+            except (msgspec.ValidationError, RecursionError):
+                return None
+        if events is None:
+            if end != size:
+                return None
+            nxt_end = next(ends, None)  # the array may end earlier (a `]` in the tail's values)
+            if nxt_end is None or nxt_end[0] <= a + pos:
+                return None
+            e, top_meta = nxt_end
+            continue
+        parts.append(_part_of(events))
+        del events
+        pos = nxt
+    if not sum(p.n for p in parts):
+        return None
+    return parts, top_meta
 
 
 def _recover(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
@@ -314,7 +585,7 @@ def _to_id(v: Any) -> int:
     return int(f)
 
 
-def _link_columns(args: list[Any], meta: ProfileMeta) -> tuple[np.ndarray, np.ndarray]:
+def _link_columns(args: list[Any], meta: ProfileMeta | None, *, fast_only: bool = False) -> Any:
     """External id and correlation per event, decoded from the raw args.
 
     Decoded in chunks (one decode call per event, cheaper than joining them into one array) so that only a
@@ -357,6 +628,8 @@ def _link_columns(args: list[Any], meta: ProfileMeta) -> tuple[np.ndarray, np.nd
                 break
     except (msgspec.ValidationError, msgspec.DecodeError):
         fast_e = fast_c = False
+    if fast_only and not (fast_e and fast_c):
+        return None  # the caller applies the exact rules to the whole column
     decoded: list[LinkArgs] = []
     if not (fast_e and fast_c):
         try:
@@ -417,6 +690,13 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
+        chunked = _decode_chunked(data)
+        if chunked is not None:
+            del data
+            parts, top_meta = chunked
+            del chunked
+            _add_parts(parts, top_meta, builder, path=path, instance=instance)
+            return
         events, top_meta = decode_trace(data, path, meta)
         del data
         if not events:
@@ -437,6 +717,151 @@ def add_events(
     events: list[Ev], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = ""
 ) -> None:
     """Convert decoded chrome events into builder batches (events, lanes, flows) and fill the metadata."""
+    _add_parts([_part_of(events)], top_meta, builder, path=path, instance=instance)
+
+
+class _Part:
+    """Columns of one chunk of decoded events (no builder state touched: interning happens at merge time).
+
+    String columns are kept as (first-occurrence uniques, local codes), pid/tid as int64 arrays or, when a
+    value is not an int, the plain values; merging the parts in order reproduces exactly what one pass over
+    all events gives (same interning order, same whole-column conversion rules)."""
+
+    __slots__ = ("be_events", "flows", "m_events", "n", "n_be", "n_m", "n_sft", "n_x", "x")
+
+
+class _XCols:
+    __slots__ = ("args", "cat", "dur", "kinds", "links", "m", "name", "pid", "tid", "ts")
+
+
+class _FCols:
+    __slots__ = ("cat", "keys", "n", "ph", "pid", "tid", "ts")
+
+
+def _ids_part(values: list[Any]) -> Any:
+    """int64 array, or (first-occurrence uniques, codes) when some value is not an int."""
+    try:
+        return np.fromiter(values, np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        return _strings_part(values)
+
+
+def _strings_part(values: list[str]) -> tuple[list[str], np.ndarray]:
+    table = {v: k for k, v in enumerate(dict.fromkeys(values))}
+    return list(table), np.fromiter(map(table.__getitem__, values), np.int32, count=len(values))
+
+
+def _own_args(evs: list[Ev]) -> list[Ev]:
+    """Events kept past their chunk: their raw args copied out of the chunk's buffer."""
+    for ev in evs:
+        if ev.args is not None:
+            ev.args = msgspec.Raw(bytes(ev.args))
+    return evs
+
+
+def _x_cols(sel: list[Ev], sel_ph: np.ndarray) -> _XCols:
+    m = len(sel)
+    x = _XCols()
+    x.m = m
+    x.ts = np.fromiter(map(attrgetter("ts"), sel), np.float64, count=m)
+    x.dur = np.fromiter(map(attrgetter("dur"), sel), np.float64, count=m)
+    x.kinds = np.zeros(m, np.int8)
+    x.kinds[(sel_ph == _PH["i"]) | (sel_ph == _PH["I"])] = EventKind.INSTANT
+    x.pid = _ids_part(list(map(attrgetter("pid"), sel)))
+    x.tid = _ids_part(list(map(attrgetter("tid"), sel)))
+    x.cat = _strings_part(list(map(attrgetter("cat"), sel)))
+    x.name = _strings_part(list(map(attrgetter("name"), sel)))
+    args = list(map(attrgetter("args"), sel))
+    x.links = _link_columns(args, None, fast_only=True)
+    x.args = ArgsStore.from_raw(args)
+    return x
+
+
+def _f_cols(flows: list[Ev], fph: np.ndarray) -> _FCols:
+    nf = len(flows)
+    f = _FCols()
+    f.n = nf
+    f.ts = np.fromiter(map(attrgetter("ts"), flows), np.float64, count=nf)
+    f.pid = _ids_part(list(map(attrgetter("pid"), flows)))
+    f.tid = _ids_part(list(map(attrgetter("tid"), flows)))
+    ids = list(map(attrgetter("id"), flows))
+    try:  # fast path: int ids (what _to_id gives for them, vectorised; per value, so per chunk is exact)
+        keys = np.fromiter(ids, np.int64, count=nf)
+        keys[(keys <= -(2**62)) | (keys >= 2**62)] = NO_ID
+    except (TypeError, ValueError, OverflowError):
+        id_table = {v: _to_id(v) for v in dict.fromkeys(ids)}
+        keys = np.fromiter(map(id_table.__getitem__, ids), np.int64, count=nf)
+    f.keys = keys
+    f.cat = _strings_part(list(map(attrgetter("cat"), flows)))
+    f.ph = fph
+    return f
+
+
+def _part_of(events: list[Ev]) -> _Part:
+    n = len(events)
+    ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), np.int8, count=n)
+    p = _Part()
+    p.n = n
+    is_m = ph == _PH["M"]
+    p.m_events = _own_args([events[k] for k in np.nonzero(is_m)[0].tolist()])
+    p.n_m = len(p.m_events)
+    keep = np.nonzero((ph == _PH["X"]) | (ph == _PH["i"]) | (ph == _PH["I"]))[0]
+    p.n_x = len(keep)
+    sel = events if len(keep) == n else [events[k] for k in keep.tolist()]
+    p.x = _x_cols(sel, ph[keep])
+    del sel
+    p.be_events = _own_args([events[k] for k in np.nonzero((ph == _PH["B"]) | (ph == _PH["E"]))[0].tolist()])
+    p.n_be = len(p.be_events)
+    p.n_sft = int(((ph == _PH["s"]) | (ph == _PH["f"]) | (ph == _PH["t"])).sum())
+    flow_idx = np.nonzero((ph == _PH["s"]) | (ph == _PH["f"]))[0]
+    p.flows = _f_cols([events[k] for k in flow_idx.tolist()], ph[flow_idx]) if len(flow_idx) else None
+    return p
+
+
+def _merge_ids(parts: list[Any], keep: np.ndarray | None, idmap: _IdMap) -> np.ndarray:
+    """One pid/tid column from per-part values, as `idmap` over the whole (kept) column would give it:
+    all ints as they are, else every distinct value through `idmap.one` in first-occurrence order."""
+    if all(isinstance(v, np.ndarray) for v in parts):
+        col = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        return col if keep is None else col[keep]
+    if keep is not None:
+        values: list[Any] = []
+        for v in parts:
+            values.extend(v.tolist() if isinstance(v, np.ndarray) else map(v[0].__getitem__, v[1].tolist()))
+        return idmap(list(compress(values, keep.tolist())))
+    table: dict[Any, int] = {}
+    out = []
+    for v in parts:
+        if isinstance(v, np.ndarray):
+            u, first, inv = np.unique(v, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")
+            rank = np.empty(len(u), np.int64)
+            rank[order] = np.arange(len(u))
+            uniq, codes = u[order].tolist(), rank[inv.reshape(-1)]
+        else:
+            uniq, codes = v
+        for x in uniq:
+            if x not in table:
+                table[x] = idmap.one(x)
+        out.append(np.fromiter(map(table.__getitem__, uniq), np.int64, count=len(uniq))[codes])
+    return np.concatenate(out) if out else np.empty(0, np.int64)
+
+
+def _merge_strings(parts: list[tuple[list[str], np.ndarray]], keep: np.ndarray | None, intern: Any, dtype: Any) -> np.ndarray:
+    """Interned ids of a string column from per-part (uniques, codes), interned in first-occurrence order."""
+    if keep is None:
+        out = [np.fromiter(map(intern, uniq), dtype, count=len(uniq))[codes] for uniq, codes in parts]
+        return np.concatenate(out) if out else np.empty(0, dtype)
+    values: list[str] = []
+    for uniq, codes in parts:
+        values.extend(map(uniq.__getitem__, codes.tolist()))
+    return _intern_column(list(compress(values, keep.tolist())), intern, dtype)
+
+
+def _add_parts(
+    parts: list[_Part], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = ""
+) -> None:
+    """Convert the columns of decoded chrome events into builder batches (events, lanes, flows)."""
     meta = builder.meta
     meta.trace_meta.update({k: v for k, v in top_meta.items() if k != "traceEvents"})
     base = top_meta.get("baseTimeNanoseconds") or 0
@@ -448,20 +873,17 @@ def add_events(
         host = top_meta.get("host_name")
         instance = str(host) if isinstance(host, str) else ""
 
-    n = len(events)
-    ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), np.int8, count=n)
+    n = sum(p.n for p in parts)
     idmap = _IdMap()
 
     # --- metadata (M) events: process/thread names and sort order --------------------------------
-    is_m = ph == _PH["M"]
     process_names: dict[int, str] = {}
     process_labels: dict[int, str] = {}
     thread_names: dict[tuple[int, int], str] = {}
     process_sort: dict[int, int] = {}
     thread_sort: dict[tuple[int, int], int] = {}
     interesting = {"process_name", "thread_name", "process_labels", "process_sort_index", "thread_sort_index"}
-    for k in np.nonzero(is_m)[0].tolist():
-        ev = events[k]
+    for ev in (ev for p in parts for ev in p.m_events):
         if ev.name not in interesting or ev.args is None:
             continue
         try:
@@ -483,19 +905,21 @@ def add_events(
             thread_sort[(pid, idmap.one(ev.tid))] = _to_id(a.get("sort_index"))
 
     # --- interval events: X, i, and B/E pairs -----------------------------------------------------
-    is_x = (ph == _PH["X"]) | (ph == _PH["i"]) | (ph == _PH["I"])
-    keep = np.nonzero(is_x)[0]
-    sel = list(events) if len(keep) == n else [events[k] for k in keep.tolist()]
-    be_idx = np.nonzero((ph == _PH["B"]) | (ph == _PH["E"]))[0]
-    if len(be_idx):
-        sel.extend(_pair_begin_end([events[k] for k in be_idx.tolist()], meta))
-    other = n - int(is_m.sum()) - len(keep) - len(be_idx) - int(((ph == _PH["s"]) | (ph == _PH["f"]) | (ph == _PH["t"])).sum())
+    xs = [p.x for p in parts]
+    be_events = [ev for p in parts for ev in p.be_events]
+    if be_events:
+        paired = _pair_begin_end(be_events, meta)
+        xs.append(_x_cols(paired, np.full(len(paired), _PH["X"], np.int8)))
+        del paired
+    del be_events
+    n_x = sum(p.n_x for p in parts)
+    other = n - sum(p.n_m for p in parts) - n_x - sum(p.n_be for p in parts) - sum(p.n_sft for p in parts)
     if other:
         meta.skip("events of unsupported phases (counters, async, ...)", other)
 
-    m = len(sel)
-    ts = np.fromiter(map(attrgetter("ts"), sel), np.float64, count=m)
-    dur = np.fromiter(map(attrgetter("dur"), sel), np.float64, count=m)
+    m = sum(x.m for x in xs)
+    ts = np.concatenate([x.ts for x in xs])
+    dur = np.concatenate([x.dur for x in xs])
     with np.errstate(invalid="ignore", over="ignore"):
         bad = ~np.isfinite(ts) | ~np.isfinite(dur)
         # out of the int64 ns clock (corrupted values like 1e300): would overflow the columns
@@ -507,27 +931,36 @@ def add_events(
             meta.notes.append(f"{int(neg.sum())} events with negative duration shown as instants")
         dur = np.where(neg | bad, 0.0, dur)
         ts = np.where(bad, 0.0, ts)
-    kinds = np.zeros(m, np.int8)
-    if m:
-        sel_ph = ph[keep]  # B/E pairs appended after them are complete events
-        kinds[: len(keep)][(sel_ph == _PH["i"]) | (sel_ph == _PH["I"])] = EventKind.INSTANT
+    kinds = np.concatenate([x.kinds for x in xs])
     start = to_ns(ts) + base
     end = start + to_ns(dur)
+    del ts, dur
+    keep_ok: np.ndarray | None = None
     if bad.any():
         keep_ok = ~bad
-        sel = [e for e, ok in zip(sel, keep_ok.tolist()) if ok]
         start, end, kinds = start[keep_ok], end[keep_ok], kinds[keep_ok]
-        m = len(sel)
+        m = int(keep_ok.sum())
     if m and int(end.max()) - int(start.min()) > _SUSPECT_SPAN_NS:
         days = (int(end.max()) - int(start.min())) / 86_400e9
         meta.notes.append(f"events span {days:,.1f} days: timestamps from different clocks (mixed ts regimes) "
                           "or corrupted values (e.g. an absurd Record Window End)")
-    pid = idmap(list(map(attrgetter("pid"), sel)))
-    tid = idmap(list(map(attrgetter("tid"), sel)))
-    cat_ids = _intern_column(list(map(attrgetter("cat"), sel)), builder.intern_cat, np.int16)
-    name_ids = _intern_column(list(map(attrgetter("name"), sel)), builder.intern_name, np.int32)
-    args = list(map(attrgetter("args"), sel))
-    ext, corr = _link_columns(args, meta)
+    pid = _merge_ids([x.pid for x in xs], keep_ok, idmap)
+    tid = _merge_ids([x.tid for x in xs], keep_ok, idmap)
+    cat_ids = _merge_strings([x.cat for x in xs], keep_ok, builder.intern_cat, np.int16)
+    name_ids = _merge_strings([x.name for x in xs], keep_ok, builder.intern_name, np.int32)
+    args = ArgsStore.concat([x.args for x in xs])
+    if keep_ok is not None:
+        args = ArgsStore.from_raw([args[k] for k in np.nonzero(keep_ok)[0].tolist()])
+    if all(x.links is not None for x in xs):
+        ext = np.concatenate([x.links[0] for x in xs])
+        corr = np.concatenate([x.links[1] for x in xs])
+        if keep_ok is not None:
+            ext, corr = ext[keep_ok], corr[keep_ok]
+    else:  # a value that is not an int somewhere: the exact rules over the whole column
+        ext, corr = _link_columns(list(args), meta)
+    for x in xs:
+        x.args = x.links = None
+    del xs
 
     # --- lanes: one per (tier, pid, tid/stream) ----------------------------------------------------
     device_pids = {p for p, lab in process_labels.items() if lab and not lab.upper().startswith("CPU")}
@@ -568,11 +1001,9 @@ def add_events(
     )
 
     # --- flows: bind each s/f half to the slice it belongs to ---------------------------------------
-    flow_idx = np.nonzero((ph == _PH["s"]) | (ph == _PH["f"]))[0]
-    if len(flow_idx):
-        _add_flows(
-            [events[k] for k in flow_idx.tolist()], start, end, pid, tid, kinds, first, builder, idmap, base, ph[flow_idx]
-        )
+    fparts = [p.flows for p in parts if p.flows is not None]
+    if fparts:
+        _add_flows(fparts, start, end, pid, tid, kinds, first, builder, idmap, base)
 
     # --- device kind and backend label --------------------------------------------------------------
     _detect_device(builder, top_meta, meta)
@@ -618,7 +1049,7 @@ def _pair_begin_end(events: list[Ev], meta: ProfileMeta) -> list[Ev]:
 
 
 def _add_flows(
-    flows: list[Ev],
+    fparts: list[_FCols],
     start: np.ndarray,
     end: np.ndarray,
     pid: np.ndarray,
@@ -628,33 +1059,20 @@ def _add_flows(
     builder: ProfileBuilder,
     idmap: _IdMap,
     base: int,
-    ph_codes: np.ndarray | None = None,
 ) -> None:
     """Attach flow halves to slices on the same thread: the slice starting at the flow's ts, else the
     innermost one containing it. Unpaired halves are kept in the table but reported."""
     meta = builder.meta
-    nf = len(flows)
-    fts_us = np.fromiter(map(attrgetter("ts"), flows), np.float64, count=nf)
+    nf = sum(f.n for f in fparts)
+    fts_us = np.concatenate([f.ts for f in fparts])
     with np.errstate(invalid="ignore", over="ignore"):
         fbad = ~np.isfinite(fts_us) | (np.abs(fts_us * 1000.0 + base) >= _MAX_NS)
     fts = to_ns(np.where(fbad, 0.0, fts_us)) + base
-    fpid = idmap(list(map(attrgetter("pid"), flows)))
-    ftid = idmap(list(map(attrgetter("tid"), flows)))
-    ids = list(map(attrgetter("id"), flows))
-    try:  # fast path: int ids (what _to_id gives for them, vectorised)
-        keys = np.fromiter(ids, np.int64, count=nf)
-        keys[(keys <= -(2**62)) | (keys >= 2**62)] = NO_ID
-    except (TypeError, ValueError, OverflowError):
-        id_table = {v: _to_id(v) for v in dict.fromkeys(ids)}
-        keys = np.fromiter(map(id_table.__getitem__, ids), np.int64, count=nf)
-    del ids
-    fcats = list(map(attrgetter("cat"), flows))
-    cat_table = {c: builder.intern_cat(C.FLOW_ALIASES.get(c, c or "flow")) for c in dict.fromkeys(fcats)}
-    fcat = np.fromiter(map(cat_table.__getitem__, fcats), np.int16, count=nf)
-    del fcats
-    if ph_codes is None:
-        ph_codes = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), flows)), np.int8, count=nf)
-    fph = ph_codes
+    fpid = _merge_ids([f.pid for f in fparts], None, idmap)
+    ftid = _merge_ids([f.tid for f in fparts], None, idmap)
+    keys = np.concatenate([f.keys for f in fparts])
+    fcat = _merge_strings([f.cat for f in fparts], None, lambda c: builder.intern_cat(C.FLOW_ALIASES.get(c, c or "flow")), np.int16)
+    fph = np.concatenate([f.ph for f in fparts])
     role = np.where(fph == _PH["s"], Flows.START, Flows.FINISH).astype(np.int8)
     bound = np.full(nf, -1, np.int64)
 
