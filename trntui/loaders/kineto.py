@@ -159,34 +159,46 @@ def _parallel_ok(size: int) -> bool:
     return cpus >= 2
 
 
+class _NotChunkable(Exception):
+    """The event array cannot be decoded in chunks; the caller takes the whole-file path."""
+
+
+def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
+    """(events, next position) for the chunk of `inner` starting at event boundary `pos`, cut at the first
+    candidate boundary ~_CHUNK_BYTES further (a cut inside a string or nested object is extended to the next
+    candidate). (None, len(inner)) when the decode fails through to the end of `inner`."""
+    size = len(inner)
+    end = nxt = size
+    if pos + _CHUNK_BYTES < size:
+        m = _BOUNDARY.search(inner, pos + _CHUNK_BYTES)
+        if m is not None:
+            end, nxt = m.start() + 1, m.end() - 1
+    for _attempt in range(4):
+        try:
+            return _list_decoder.decode(b"[" + inner[pos:end] + b"]"), nxt
+        except msgspec.DecodeError:
+            if end == size:
+                return None, size
+            m = _BOUNDARY.search(inner, nxt)
+            end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (size, size)
+        except (msgspec.ValidationError, RecursionError):
+            raise _NotChunkable from None
+    raise _NotChunkable
+
+
 def _decode_range(inner: memoryview) -> list[_Part] | None:
     """Chunks of a slice of the event array that starts and ends at event boundaries; None if invalid."""
-    size = len(inner)
     parts: list[_Part] = []
     pos = 0
-    while pos < size:
-        end = nxt = size
-        if pos + _CHUNK_BYTES < size:
-            m = _BOUNDARY.search(inner, pos + _CHUNK_BYTES)
-            if m is not None:
-                end, nxt = m.start() + 1, m.end() - 1
-        events = None
-        for _attempt in range(4):
-            try:
-                events = _list_decoder.decode(b"[" + inner[pos:end] + b"]")
-                break
-            except msgspec.DecodeError:
-                if end == size:
-                    return None
-                m = _BOUNDARY.search(inner, nxt)
-                end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (size, size)
-            except (msgspec.ValidationError, RecursionError):
+    try:
+        while pos < len(inner):
+            events, pos = _decode_chunk(inner, pos)
+            if events is None:
                 return None
-        if events is None:
-            return None
-        parts.append(_part_of(events))
-        del events
-        pos = nxt
+            parts.append(_part_of(events))
+            del events
+    except _NotChunkable:
+        return None
     return parts
 
 
@@ -357,39 +369,23 @@ def _decode_chunked(data: bytes) -> tuple[list[_Part], dict[str, Any]] | None:
             return halves, top_meta
     parts: list[_Part] = []
     pos = 0
-    while True:
-        inner = view[a + 1 : e]
-        size = len(inner)
-        if pos >= size:
-            break
-        end = nxt = size
-        if pos + _CHUNK_BYTES < size:
-            m = _BOUNDARY.search(inner, pos + _CHUNK_BYTES)
-            if m is not None:
-                end, nxt = m.start() + 1, m.end() - 1
-        events = None
-        for _attempt in range(4):
-            try:
-                events = _list_decoder.decode(b"[" + inner[pos:end] + b"]")
+    try:
+        while True:
+            inner = view[a + 1 : e]
+            if pos >= len(inner):
                 break
-            except msgspec.DecodeError:  # cut inside a string or nested object: extend to the next boundary
-                if end == size:
-                    break
-                m = _BOUNDARY.search(inner, nxt)
-                end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (size, size)
-            except (msgspec.ValidationError, RecursionError):
-                return None
-        if events is None:
-            if end != size:
-                return None
-            nxt_end = next(ends, None)  # the array may end earlier (a `]` in the tail's values)
-            if nxt_end is None or nxt_end[0] <= a + pos:
-                return None
-            e, top_meta = nxt_end
-            continue
-        parts.append(_part_of(events))
-        del events
-        pos = nxt
+            events, nxt = _decode_chunk(inner, pos)
+            if events is None:
+                nxt_end = next(ends, None)  # the array may end earlier (a `]` in the tail's values)
+                if nxt_end is None or nxt_end[0] <= a + pos:
+                    return None
+                e, top_meta = nxt_end
+                continue
+            parts.append(_part_of(events))
+            del events
+            pos = nxt
+    except _NotChunkable:
+        return None
     if not sum(p.n for p in parts):
         return None
     return parts, top_meta
