@@ -20,11 +20,11 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_table_has_torch_columns_and_footer(capsys, corpus_dir) -> None:
     rc, out, err = run(capsys, "summary", str(corpus_dir / "cuda_simple_add.json.gz"))
     assert rc == 0, err
-    header = next(line for line in out.splitlines() if line.startswith("Name"))
+    header = next(line for line in out.splitlines() if line.strip().startswith("Name"))
     for col in ("Self CPU %", "Self CPU", "CPU total", "Self CUDA", "Self CUDA %", "CUDA total", "# of Calls"):
         assert col in header
     assert "Self CPU time total:" in out and "Self CUDA time total:" in out
-    first = out.splitlines()[3]
+    first = out.splitlines()[3].strip()
     assert first.startswith("aten::uniform_")  # default sort: self device time, like the walkthrough's table
 
 
@@ -56,7 +56,7 @@ def test_cpu_only_trace_has_no_device_columns(capsys, corpus_dir) -> None:
     rc, out, _ = run(capsys, "summary", str(corpus_dir / "cpu_only.json.gz"))
     assert rc == 0
     assert "CUDA" not in out and "Self CPU time total: 2.346s" in out
-    assert out.splitlines()[3].startswith("gloo:all_reduce")
+    assert out.splitlines()[3].strip().startswith("gloo:all_reduce")
 
 
 def test_missing_file_is_one_line_exit_2(capsys, tmp_path) -> None:

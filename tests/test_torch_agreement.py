@@ -138,3 +138,25 @@ def test_with_stack_python_rows_match_torch(tmp_path: Path) -> None:
     n = _compare(prof, trace)
     assert any("_rmsnorm_naive" in e.key for e in prof.key_averages())
     assert n > 10
+
+
+def test_summary_table_is_laid_out_like_torchs_table(tmp_path: Path, capsys) -> None:
+    """`trntui summary` prints torch's `.table()` layout: same header, separators, column widths and rows."""
+    from trntui.cli import main
+
+    x = torch.randn(4, 512, dtype=torch.bfloat16)
+    w = torch.ones(512, dtype=torch.bfloat16)
+
+    def step():
+        with torch.no_grad():
+            _rmsnorm_naive(x, w)
+
+    prof, trace = _capture(step, tmp_path)
+    theirs = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=8).splitlines()
+    assert main(["summary", str(trace), "--sort", "self_cpu_time_total", "--limit", "8"]) == 0
+    ours = capsys.readouterr().out.splitlines()[: len(theirs)]
+    assert ours[:3] == theirs[:3]  # separator, header, separator: identical widths and alignment
+    assert ours[-2:] == theirs[-2:] or ours[-2] == theirs[-2]  # closing separator (+ footer up to rounding)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours[3:-2], theirs[3:-2]):
+        assert len(a) == len(b) and a.split()[0] == b.split()[0]  # same op in the same place, same widths

@@ -74,34 +74,41 @@ def _ordered(table: OpTable, sort_by: str | None, limit: int | None) -> list[int
     return order[:limit] if limit is not None and limit >= 0 else order
 
 
+TORCH_COLUMN_WIDTH = 12
+"""torch's `DEFAULT_COLUMN_WIDTH`; cells wider than it simply widen their row, as in torch."""
+TORCH_SPACING = 2
+
+
 def render_table(
     table: OpTable,
     sort_by: str | None = None,
     limit: int | None = 100,
     with_shapes: bool = False,
     name_width: int = 55,
+    shapes_width: int = 80,
 ) -> str:
-    """The table exactly laid out like `prof.key_averages().table(...)`, plus torch's footer."""
+    """The table laid out exactly like `prof.key_averages().table(...)` (torch's `_build_table`: every column
+    right-aligned, the name column as wide as the longest name + 4 up to 55, the others 12, two spaces after
+    each), plus torch's footer."""
     cols = table_columns(table, with_shapes)
     rows = _ordered(table, sort_by, limit)
-    cells = [[_cell(table, f, k) for _, f in cols] for k in rows]
-    if cells:
-        cells = [[truncate(r[0], name_width)] + r[1:] for r in cells]
-    widths = []
-    for j, (head, _) in enumerate(cols):
-        w = max([len(head)] + [len(r[j]) for r in cells])
-        if j == 0:
-            w = min(max(w, 4), name_width)
-        widths.append(w)
-    sep = "  "
-    line = "-" * (sum(widths) + len(sep) * (len(widths) - 1))
+    names = [safe_text(n) for n in table.name]
+    widths = [min(max((len(n) for n in names), default=0) + 4, name_width)]
+    widths += [TORCH_COLUMN_WIDTH] * (len(cols) - 1)
+    if with_shapes:
+        widths[-1] = min(max((len(safe_text(x)) for x in table.input_shapes), default=0) + 4, shapes_width)
+    spacing = " " * TORCH_SPACING
 
     def fmt(values: list[str]) -> str:
-        parts = [values[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(values[1:], widths[1:])]
-        return sep.join(parts)
+        return "".join(f"{v:>{w}}{spacing}" for v, w in zip(values, widths))
 
+    def name_cell(k: int) -> str:
+        name = names[k]
+        return name[: name_width - 3] + "..." if len(name) >= name_width - 3 else name
+
+    line = "".join("-" * w + spacing for w in widths)
     out = [line, fmt([h for h, _ in cols]), line]
-    out += [fmt(r) for r in cells]
+    out += [fmt([name_cell(k)] + [_cell(table, f, k) for _, f in cols[1:]]) for k in rows]
     out.append(line)
     out.append(f"Self CPU time total: {format_time(table.sum_self_cpu)}")
     if table.has_device:
