@@ -29,6 +29,18 @@ def _rmsnorm_fused(t: "torch.Tensor", weight: "torch.Tensor") -> "torch.Tensor":
     return torch.rms_norm(t, [t.shape[-1]], weight)
 
 
+def _rmsnorm_step(fn):
+    """One walkthrough step: `fn` on x = randn(4, 512) bf16 and weight = ones(512) under no_grad."""
+    x = torch.randn(4, 512, dtype=torch.bfloat16)
+    w = torch.ones(512, dtype=torch.bfloat16)
+
+    def step():
+        with torch.no_grad():
+            fn(x, w)
+
+    return step
+
+
 def _capture(step_fn, out: Path, *, record_shapes: bool = False, with_stack: bool = False):
     """Profile `step_fn` like the walkthrough: schedule(wait=2, warmup=1, active=1), four steps."""
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -80,14 +92,7 @@ def _compare(prof, trace: Path, group_by_input_shapes: bool = False) -> int:
 
 
 def test_rmsnorm_naive_matches_torch(tmp_path: Path) -> None:
-    x = torch.randn(4, 512, dtype=torch.bfloat16)
-    w = torch.ones(512, dtype=torch.bfloat16)
-
-    def step():
-        with torch.no_grad():
-            _rmsnorm_naive(x, w)
-
-    prof, trace = _capture(step, tmp_path)
+    prof, trace = _capture(_rmsnorm_step(_rmsnorm_naive), tmp_path)
     n = _compare(prof, trace)
     names = {e.key: e.count for e in prof.key_averages()}
     assert names["aten::mul"] == 3 and names["aten::mean"] == 1 and names["aten::rsqrt"] == 1
@@ -95,14 +100,7 @@ def test_rmsnorm_naive_matches_torch(tmp_path: Path) -> None:
 
 
 def test_rms_norm_fused_matches_torch(tmp_path: Path) -> None:
-    x = torch.randn(4, 512, dtype=torch.bfloat16)
-    w = torch.ones(512, dtype=torch.bfloat16)
-
-    def step():
-        with torch.no_grad():
-            _rmsnorm_fused(x, w)
-
-    prof, trace = _capture(step, tmp_path)
+    prof, trace = _capture(_rmsnorm_step(_rmsnorm_fused), tmp_path)
     _compare(prof, trace)
 
 
@@ -144,14 +142,7 @@ def test_summary_table_is_laid_out_like_torchs_table(tmp_path: Path, capsys) -> 
     """`trntui summary` prints torch's `.table()` layout: same header, separators, column widths and rows."""
     from trntui.cli import main
 
-    x = torch.randn(4, 512, dtype=torch.bfloat16)
-    w = torch.ones(512, dtype=torch.bfloat16)
-
-    def step():
-        with torch.no_grad():
-            _rmsnorm_naive(x, w)
-
-    prof, trace = _capture(step, tmp_path)
+    prof, trace = _capture(_rmsnorm_step(_rmsnorm_naive), tmp_path)
     theirs = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=8).splitlines()
     assert main(["summary", str(trace), "--sort", "self_cpu_time_total", "--limit", "8"]) == 0
     ours = capsys.readouterr().out.splitlines()[: len(theirs)]
