@@ -14,7 +14,7 @@ from typing import Any
 
 from trntui.analysis.key_averages import OpTable
 from trntui.model.profile import Profile
-from trntui.textsafe import safe_text, truncate
+from trntui.textsafe import csv_safe, safe_text, truncate
 
 FORMATS = ("table", "csv", "json", "markdown")
 
@@ -134,7 +134,8 @@ def render_csv(table: OpTable, sort_by: str | None = None, limit: int | None = N
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        writer.writerow(r)
+        # text cells (names, shapes) are guarded against formula injection; numbers stay numbers
+        writer.writerow({k: csv_safe(v) if isinstance(v, str) else v for k, v in r.items()})
     return buf.getvalue()
 
 

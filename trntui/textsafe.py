@@ -31,3 +31,15 @@ def truncate(text: str, width: int) -> str:
     if width <= 3:
         return text[:width]
     return text[: width - 3] + "..."
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet app read a CSV cell as a formula (OWASP CSV injection)."""
+
+
+def csv_safe(value: object) -> str:
+    """A text cell for CSV: a name starting with `=`, `+`, `-`, `@`, a tab or a CR gets a leading `'` so that
+    spreadsheet apps show it as text instead of running it as a formula. For text cells only (names, shapes):
+    numeric columns are written as numbers and never pass through here."""
+    text = value if isinstance(value, str) else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text

@@ -292,7 +292,7 @@ def merged_count(profile: Profile, ev: np.ndarray) -> int:
 def render_gaps(report: GapReport, fmt: str = "table") -> str:
     """The gap report as text (`table` / `markdown`) or CSV; JSON callers use `report.to_dict()`."""
     from trntui.report import format_time
-    from trntui.textsafe import safe_text
+    from trntui.textsafe import csv_safe, safe_text
 
     rows = ([report.device] if report.device else []) + list(report.lanes)
     if fmt == "csv":
@@ -304,7 +304,7 @@ def render_gaps(report: GapReport, fmt: str = "table") -> str:
         w.writerow(["lane", "executions", "span_us", "busy_us", "idle_us", "busy_percent", "gaps", "largest_gaps_us"])
         for r in rows:
             w.writerow([
-                safe_text(r.label), r.executions, r.span_ns / 1000.0, r.busy_ns / 1000.0, r.idle_ns / 1000.0,
+                csv_safe(safe_text(r.label)), r.executions, r.span_ns / 1000.0, r.busy_ns / 1000.0, r.idle_ns / 1000.0,
                 round(100.0 * r.busy_fraction, 3), r.gap_count, " ".join(f"{g.duration / 1000.0:g}" for g in r.gaps),
             ])
         return buf.getvalue()

@@ -453,7 +453,7 @@ def render_csv(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None
                 rec[f"marker[{n}]"] = {"+": "new", "-": "removed", "": ""}[row.marker(k)]
             recs.append(rec)
         blocks.append(recs)
-    from trntui.textsafe import safe_text
+    from trntui.textsafe import csv_safe, safe_text
 
     for b, recs in enumerate(blocks):
         if b:
@@ -461,9 +461,10 @@ def render_csv(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None
         if not recs:
             continue
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow([safe_text(f) for f in recs[0]])
+        writer.writerow([csv_safe(safe_text(f)) for f in recs[0]])
         for rec in recs:
-            writer.writerow(list(rec.values()))
+            # text cells (op and run names, shapes) are guarded against formula injection; numbers stay numbers
+            writer.writerow([csv_safe(v) if isinstance(v, str) else v for v in rec.values()])
     return buf.getvalue()
 
 
