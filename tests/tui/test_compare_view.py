@@ -189,3 +189,77 @@ async def test_gaps_modal(corpus_runs) -> None:
         assert "all hardware lanes" in text and "PID:1/device/Stream:16" in text
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+
+
+def help_lines(app) -> list[str]:
+    from textual.widgets import Static
+
+    widget = app.screen.query_one("#help-text", Static)
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+def compare_binding_lines() -> list[str]:
+    """The help line every CompareScreen binding must have (digits merged into one `1…9` line)."""
+    from trntui.tui.keys import MERGED, _bindings, key_display
+
+    out = []
+    for b in _bindings(CompareScreen):
+        if b.action.startswith("target_run("):
+            continue
+        out.append(f"  {key_display(b.key):<22}{b.description}".rstrip())
+    out.append(f"  {'1…9':<22}{MERGED['target_run(']}")
+    return out
+
+
+async def test_help_on_compare_screen_lists_compare_keys(corpus_runs) -> None:
+    """`?` on the compare view lists its own keys (from CompareScreen.BINDINGS) and the app's; Esc closes."""
+    from trntui.tui.screens.help import HelpScreen
+
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=(100, 60)) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        lines = help_lines(app)
+        assert lines[0] == "trntui compare keys   (esc, q or ? closes)"
+        assert "Compare view" in lines and "Everywhere" in lines
+        for line in compare_binding_lines():
+            assert line in lines, (line, lines)
+        assert "  /                     Filter" in lines and "  c                     Changed only" in lines
+        assert "  q                     Quit" in lines  # CompareApp's own key
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: app.screen is screen)
+
+
+async def test_help_on_compare_screen_in_explorer(tmp_path) -> None:
+    """In `trntui open`, `?` on the compare screen shows the compare keys, and of the explorer's global keys
+    only those the compare screen does not take over (`c` is "Changed only" there, not "Compare runs")."""
+    import shutil
+
+    from trntui.tui.app import TrntuiApp
+    from trntui.tui.screens.help import HelpScreen
+
+    corpus = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "kineto").resolve()
+    for name in ("base", "test"):
+        d = tmp_path / name
+        d.mkdir()
+        shutil.copy(corpus / f"cuda_compare_{name}.json.gz", d / "trace.json.gz")
+    app = TrntuiApp(tmp_path)
+    async with app.run_test(size=(100, 60)) as pilot:
+        assert await wait_for(pilot, lambda: len(app.runs) == 2)
+        await pilot.press("escape")  # leave the run picker
+        await pilot.pause()
+        app.ops.focus()
+        await pilot.pause()
+        await pilot.press("c")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        lines = help_lines(app)
+        for line in compare_binding_lines():
+            assert line in lines, (line, lines)
+        assert "  z / f                 Maximize" in lines and "  q                     Quit" in lines
+        assert not any("Compare runs" in line for line in lines)
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))

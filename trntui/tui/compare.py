@@ -4,8 +4,8 @@
 starts, so the screen never blocks). Keys: `/` filter (regex on op names), `s`/`S` cycle the sort
 (|Δ Self device|, |Δ Self CPU|, |Δ Calls|, name), `c` changed ops only, `1`…`9` pick the run Enter opens,
 Enter opens the op under the cursor in that run's timeline (`OpTimelineScreen`, reusing the explorer's
-Timeline and Chain panes), Esc goes back. `CompareApp` hosts the screen on its own (`trntui compare`,
-`trntui profile --variant all`).
+Timeline and Chain panes), Esc goes back, `?` lists these keys. `CompareApp` hosts the screen on its own
+(`trntui compare`, `trntui profile --variant all`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class CompareScreen(Screen[None]):
         Binding("g", "gaps", "Gaps", id="compare-gaps"),
         Binding("enter", "open_op", "Open in timeline", id="compare-open", priority=False),
         Binding("escape", "escape", "Clear filter / back", show=False, id="compare-escape"),
+        Binding("question_mark,f1", "help", "Help", id="compare-help"),
         *[Binding(str(k), f"target_run({k - 1})", f"Enter opens run #{k}", show=False, id=f"compare-run-{k}")
           for k in range(1, 10)],
     ]
@@ -193,6 +194,13 @@ class CompareScreen(Screen[None]):
             self.target = k
             self.query_one("#compare-diff-title", Static).update(Text(self.diff_title()))
             self.notify(f"Enter opens ops in run #{k + 1} {safe_text(self.runs[k].name)}", markup=False)
+
+    def action_help(self) -> None:
+        """`?`: this screen's keys, then the host app's (the explorer or `CompareApp`), from their BINDINGS."""
+        from trntui.tui.keys import compare_key_reference
+        from trntui.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(compare_key_reference(type(self.app)), "trntui compare keys"))
 
     def action_gaps(self) -> None:
         self.app.push_screen(GapsScreen(self.runs))

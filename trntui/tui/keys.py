@@ -59,21 +59,57 @@ def sections() -> list[tuple[str, type]]:
     ]
 
 
-def key_reference() -> list[tuple[str, list[tuple[str, str]]]]:
-    """[(section, [(keys, description), ...]), ...] from the BINDINGS; sort-by-column keys are merged."""
+MERGED = {
+    "sort_column(": "Sort by column n (Name, # Calls, Self CPU, CPU total, Self/total/% device)",
+    "target_run(": "Enter opens run #n (#1 is the baseline)",
+}
+"""Digit bindings shown as one `1…9` line: action prefix → description."""
+
+
+def _entries(cls: type, skip_keys: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """(keys, description) of `cls`'s BINDINGS; digit bindings of one action are merged; bindings whose every
+    key is in `skip_keys` are left out."""
+    entries: list[tuple[str, str]] = []
+    digits: dict[str, list[str]] = {}
+    for b in _bindings(cls):
+        if all(k.strip() in skip_keys for k in b.key.split(",")):
+            continue
+        prefix = next((p for p in MERGED if b.action.startswith(p)), None)
+        if prefix is not None:
+            digits.setdefault(prefix, []).append(b.key)
+            continue
+        entries.append((key_display(b.key), b.description))
+    for prefix, keys in digits.items():
+        entries.append((f"{keys[0]}…{keys[-1]}", MERGED[prefix]))
+    return entries
+
+
+def _bound_keys(cls: type) -> frozenset[str]:
+    return frozenset(k.strip() for b in _bindings(cls) for k in b.key.split(","))
+
+
+def key_reference(
+    section_list: list[tuple[str, type]] | None = None, shadowing: type | None = None
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """[(section, [(keys, description), ...]), ...] from the BINDINGS of `section_list` (default: the explorer's
+    `sections()`); sort-by-column keys are merged. With `shadowing` (a screen class), the "Everywhere" section
+    leaves out keys that screen binds itself (its binding wins)."""
     out = []
-    for title, cls in sections():
-        entries: list[tuple[str, str]] = []
-        digits: list[str] = []
-        for b in _bindings(cls):
-            if b.action.startswith("sort_column("):
-                digits.append(b.key)
-                continue
-            entries.append((key_display(b.key), b.description))
-        if digits:
-            entries.append((f"{digits[0]}…{digits[-1]}", "Sort by column n (Name, # Calls, Self CPU, CPU total, "
-                            "Self/total/% device)"))
+    shadowed = _bound_keys(shadowing) if shadowing is not None else frozenset()
+    for title, cls in section_list if section_list is not None else sections():
+        entries = _entries(cls, shadowed if title == "Everywhere" else frozenset())
         if title == "Everywhere":
             entries.append(("Tab / shift+Tab", "Next / previous pane"))
         out.append((title, entries))
     return out
+
+
+def compare_key_reference(app_class: type | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The compare view's keys (`CompareScreen.BINDINGS`), then the keys of the app hosting it (`app_class`:
+    the explorer or `CompareApp`) that still work there."""
+    from trntui.tui.compare import CompareScreen
+
+    section_list: list[tuple[str, type]] = [("Compare view", CompareScreen)]
+    if app_class is not None:
+        section_list.append(("Everywhere", app_class))
+    return key_reference(section_list, shadowing=CompareScreen)

@@ -1,4 +1,5 @@
-"""The help screen (`?`): every key, generated from the BINDINGS so it cannot drift from the code."""
+"""The help screen (`?`): every key, generated from the BINDINGS so it cannot drift from the code (the explorer's
+panes, or the compare view's keys when `?` is pressed there)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from textual.widgets import Static
 
 from trntui.tui.keys import key_reference
 
+KeyReference = list[tuple[str, list[tuple[str, str]]]]
 
-def help_text() -> Text:
-    """The key list as styled text, one section per pane."""
+
+def help_text(reference: KeyReference | None = None, title: str = "trntui keys") -> Text:
+    """The key list as styled text, one section per pane (default: the explorer's `key_reference()`)."""
     text = Text()
-    text.append("trntui keys", style="bold")
+    text.append(title, style="bold")
     text.append("   (esc, q or ? closes)\n")
-    for section, entries in key_reference():
+    for section, entries in reference if reference is not None else key_reference():
         text.append(f"\n{section}\n", style="bold underline")
         for keys, description in entries:
             text.append(f"  {keys:<22}", style="bold")
@@ -26,7 +29,7 @@ def help_text() -> Text:
 
 
 class HelpScreen(ModalScreen[None]):
-    """A scrollable key list over the app."""
+    """A scrollable key list over the app: the explorer's keys, or `reference` (e.g. the compare view's)."""
 
     BINDINGS = [
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help-close"),
@@ -42,9 +45,14 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
+    def __init__(self, reference: KeyReference | None = None, title: str = "trntui keys") -> None:
+        super().__init__()
+        self.reference = reference
+        self.heading = title
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
-            yield Static(help_text(), id="help-text", markup=False)
+            yield Static(help_text(self.reference, self.heading), id="help-text", markup=False)
 
     def action_scroll(self, direction: str) -> None:
         scroll = self.query_one("#help-scroll", VerticalScroll)
