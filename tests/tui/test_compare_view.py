@@ -263,3 +263,19 @@ async def test_help_on_compare_screen_in_explorer(tmp_path) -> None:
         assert not any("Compare runs" in line for line in lines)
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+
+
+async def test_escape_clears_an_applied_filter_from_the_table(corpus_runs) -> None:
+    """With a filter in force and the diff table focused, Esc drops the filter (and hides the box)."""
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        await open_filter(pilot, screen)
+        await pilot.press(*"all2all", "enter")
+        assert await wait_for(pilot, lambda: screen.focused is screen.table and len(screen.view) == 1)
+        box = screen.query_one("#compare-filter")
+        assert box.has_class("-active")
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: screen.pattern == "" and len(screen.view) == 18)
+        assert not box.has_class("-active") and screen.focused is screen.table and app.screen is screen

@@ -6,7 +6,6 @@ state change and pass models down to the panes (attributes down, messages up).
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -25,6 +24,7 @@ from trntui.tui.commands import ActionsProvider
 from trntui.tui.messages import LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
+from trntui.tui.widgets.regex_filter import RegexFilterInput
 from trntui.tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class TrntuiApp(App[None]):
         with Container(id="panes"):
             with Vertical(id="ops-pane"):
                 yield OpTableView(id="ops")
-                yield Input(id="filter", placeholder="regex on op names · Enter: apply · Esc: clear", disabled=True)
+                yield RegexFilterInput(id="filter", return_focus="#ops")
             yield Timeline(id="timeline")
             yield ChainView(id="chain")
         yield Footer()
@@ -270,33 +270,16 @@ class TrntuiApp(App[None]):
 
     @on(OpTableView.FilterRequested)
     def _filter_requested(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.disabled = False
-        box.add_class("-active")
-        if self.ops.pattern is not None:
-            box.value = self.ops.pattern.pattern
-        box.focus()
+        pattern = self.ops.pattern.pattern if self.ops.pattern is not None else ""
+        self.query_one("#filter", RegexFilterInput).open(pattern)
 
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        try:
-            self.ops.set_filter(event.value)
-            event.input.remove_class("-invalid")
-        except re.error:
-            event.input.add_class("-invalid")
+    @on(RegexFilterInput.Applied, "#filter")
+    def _filter_applied(self, event: RegexFilterInput.Applied) -> None:
+        self.ops.set_filter(event.pattern)
 
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        try:
-            self.ops.set_filter(event.value)
-        except re.error as exc:
-            self.notify(f"invalid regex {event.value!r}: {exc}", severity="error", markup=False)
-            return
-        event.input.remove_class("-invalid")
-        if not event.value:
-            event.input.remove_class("-active")
-            event.input.disabled = True
-        self.ops.focus()
+    @on(RegexFilterInput.Cleared, "#filter")
+    def _filter_cleared(self) -> None:
+        self.ops.set_filter("")
 
     # -- actions ---------------------------------------------------------------------------------
     def action_help(self) -> None:
@@ -315,14 +298,8 @@ class TrntuiApp(App[None]):
             screen.maximize(target)
 
     def action_escape(self) -> None:
-        box = self.query_one("#filter", Input)
-        if self.screen.focused is box:
-            box.value = ""
-            self.ops.set_filter("")
-            box.remove_class("-active", "-invalid")
-            self.ops.focus()
-            box.disabled = True
-        elif self.screen.maximized is not None:
+        # (Esc in the filter box clears it: RegexFilterInput's own binding)
+        if self.screen.maximized is not None:
             self.screen.minimize()
 
     def action_pick_run(self) -> None:

@@ -21,9 +21,10 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Static
 
 from trntui.textsafe import safe_text, truncate
+from trntui.tui.widgets.regex_filter import RegexFilterInput
 
 if TYPE_CHECKING:
     from trntui.analysis.compare import OpDiff, OpDiffRow, Run
@@ -85,7 +86,7 @@ class CompareScreen(Screen[None]):
         yield DataTable(id="compare-summary", cursor_type="none", zebra_stripes=False, show_cursor=False)
         yield Static(id="compare-diff-title", markup=False)
         yield DataTable(id="compare-diff", cursor_type="row", zebra_stripes=True)
-        yield Input(id="compare-filter", placeholder="regex on op names · Enter: apply · Esc: clear")
+        yield RegexFilterInput(id="compare-filter", return_focus="#compare-diff")
         yield Footer()
 
     @property
@@ -206,39 +207,22 @@ class CompareScreen(Screen[None]):
         self.app.push_screen(GapsScreen(self.runs))
 
     def action_filter(self) -> None:
-        box = self.query_one("#compare-filter", Input)
-        box.add_class("-active")
-        box.value = self.pattern
-        box.focus()
+        self.query_one("#compare-filter", RegexFilterInput).open(self.pattern)
 
     def action_escape(self) -> None:
-        box = self.query_one("#compare-filter", Input)
-        if self.focused is box or self.pattern:
-            box.value = ""
-            self.set_filter("")
-            box.remove_class("-active", "-invalid")
-            self.table.focus()
+        # (Esc in the filter box clears it: RegexFilterInput's own binding; here the table has the focus)
+        if self.pattern:
+            self.query_one("#compare-filter", RegexFilterInput).clear_filter()
         elif self.closable:
             self.app.pop_screen()
 
-    @on(Input.Changed, "#compare-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        try:
-            self.set_filter(event.value)
-            event.input.remove_class("-invalid")
-        except re.error:
-            event.input.add_class("-invalid")
+    @on(RegexFilterInput.Applied, "#compare-filter")
+    def _filter_applied(self, event: RegexFilterInput.Applied) -> None:
+        self.set_filter(event.pattern)
 
-    @on(Input.Submitted, "#compare-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        try:
-            self.set_filter(event.value)
-        except re.error as exc:
-            self.notify(f"invalid regex {event.value!r}: {exc}", severity="error", markup=False)
-            return
-        if not event.value:
-            event.input.remove_class("-active")
-        self.table.focus()
+    @on(RegexFilterInput.Cleared, "#compare-filter")
+    def _filter_cleared(self) -> None:
+        self.set_filter("")
 
     @on(DataTable.RowSelected, "#compare-diff")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
