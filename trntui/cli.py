@@ -40,6 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PROGRESS_COMMANDS = ("summary", "compare")
+"""Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
+
+
+def add_memory_budget_option(p: argparse.ArgumentParser) -> None:
+    """`--memory-budget SIZE` for commands that load traces (trntui/memory.py)."""
+    p.add_argument(
+        "--memory-budget",
+        metavar="SIZE",
+        help="most memory a load may use, e.g. 4G or 800M (default: $TRNTUI_MEMORY_BUDGET, else 80%% of the "
+        "available memory); a trace that does not fit in memory is streamed with its args on disk, and refused "
+        "with an error when not even that fits; 'none' for no limit",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from trntui.errors import TrntuiError
 
@@ -48,7 +63,19 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    budget = getattr(args, "memory_budget", None)
+    saved_budget = os.environ.get("TRNTUI_MEMORY_BUDGET")
     try:
+        if budget:
+            from trntui.memory import parse_size
+
+            parse_size(budget)  # a bad value is a one-line error before anything is read
+            os.environ["TRNTUI_MEMORY_BUDGET"] = budget  # read by every load, also in the app's worker
+        if args.command in PROGRESS_COMMANDS:
+            from trntui.progress import terminal_progress
+
+            with terminal_progress():
+                return int(args.func(args) or 0)
         return int(args.func(args) or 0)
     except TrntuiError as exc:
         _fail(str(exc))
@@ -67,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _fail(f"unexpected {type(exc).__name__}: {exc} (set TRNTUI_DEBUG=1 for details)")
         return EXIT_USAGE
+    finally:
+        if budget:  # main() may be called again in the same process (tests, embedding)
+            if saved_budget is None:
+                os.environ.pop("TRNTUI_MEMORY_BUDGET", None)
+            else:
+                os.environ["TRNTUI_MEMORY_BUDGET"] = saved_budget
 
 
 def _fail(message: str) -> None:

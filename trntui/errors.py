@@ -14,3 +14,7 @@ class LoadError(TrntuiError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+class OverBudget(LoadError):
+    """Loading the file would exceed the memory budget (not a damaged file: a run of several files stops)."""

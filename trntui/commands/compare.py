@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="name or 1-based position of the baseline run (default: the first)")
     p.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="RULE",
                    help="regression rule, repeatable; exit 1 when any run breaks one (implies --no-tui)")
+    from trntui.cli import add_memory_budget_option
+
+    add_memory_budget_option(p)
     p.set_defaults(func=run)
 
 

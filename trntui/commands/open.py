@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="which run to open when the directory holds several (variant or rank directory name); "
         "without it the explorer asks",
     )
+    from trntui.cli import add_memory_budget_option
+
+    add_memory_budget_option(p)
     p.set_defaults(func=run)
 
 

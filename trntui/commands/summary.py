@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="parse the trace again instead of using (and writing) the parsed-profile cache",
     )
+    from trntui.cli import add_memory_budget_option
+
+    add_memory_budget_option(p)
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trntui.errors import LoadError
+from trntui.errors import LoadError, OverBudget
 from trntui.loaders.discover import Run, find_runs
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import Profile, ProfileMeta
@@ -16,11 +16,17 @@ from trntui.model.profile import Profile, ProfileMeta
 __all__ = ["Run", "find_runs", "load_run", "load_profile", "load_path"]
 
 
-def load_run(run: Run, *, cache: bool = True) -> Profile:
+def load_run(run: Run, *, cache: bool = True, memory_budget: str | int | None = None) -> Profile:
     """Read every readable file of one run into one `Profile`.
 
     With `cache`, big Kineto runs are read from / written to the parsed-profile cache (trntui/cache.py).
+    `memory_budget`: bytes, a size string (`4G`), "none", or None/"auto" for the default (trntui/memory.py);
+    Kineto files that do not fit in memory are streamed, and refused when not even that fits.
+    Progress goes to the reporter installed with `trntui.progress.reporting`.
     """
+    from trntui import memory
+
+    budget = memory.resolve(memory_budget)
     if cache:
         from trntui import cache as profile_cache
 
@@ -32,12 +38,17 @@ def load_run(run: Run, *, cache: bool = True) -> Profile:
     from trntui.loaders.kineto import load_kineto_into
 
     failures: list[LoadError] = []
+    def left() -> int | None:
+        return None if budget is None else max(budget - builder.nbytes, 1)
+
     for trace in run.framework_traces:
         if len(run.framework_traces) == 1 and not run.extra_loaders:
-            load_kineto_into(trace, builder)
+            load_kineto_into(trace, builder, budget=left())
             continue
         try:  # one broken file of several (e.g. a rank killed mid-write) must not hide the others
-            load_kineto_into(trace, builder)
+            load_kineto_into(trace, builder, budget=left())
+        except OverBudget:
+            raise
         except LoadError as exc:
             failures.append(exc)
             builder.meta.skip("unreadable trace files", 1)
@@ -49,6 +60,9 @@ def load_run(run: Run, *, cache: bool = True) -> Profile:
     profile = builder.finish()
     _apply_run_meta(run, profile)
     if cache:
+        from trntui.progress import report
+
+        report("writing the cache", 0, 0)
         profile_cache.store(run, profile)
     return profile
 

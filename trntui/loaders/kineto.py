@@ -29,6 +29,7 @@ from trntui.model import categories as C
 from trntui.model.args import ArgsStore
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import NO_ID, EventKind, Flows, Profile, ProfileMeta, Tier
+from trntui.progress import report, silence
 
 
 class Ev(msgspec.Struct, omit_defaults=True, gc=False):  # no cycles possible: untracked is faster
@@ -186,8 +187,9 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
     raise _NotChunkable
 
 
-def _decode_range(inner: memoryview) -> list[_Part] | None:
-    """Chunks of a slice of the event array that starts and ends at event boundaries; None if invalid."""
+def _decode_range(inner: memoryview, progress: tuple[int, int, int] | None = None) -> list[_Part] | None:
+    """Chunks of a slice of the event array that starts and ends at event boundaries; None if invalid.
+    `progress` (offset, scale, total): reports `offset + scale * position` of `total` after each chunk."""
     parts: list[_Part] = []
     pos = 0
     try:
@@ -197,12 +199,14 @@ def _decode_range(inner: memoryview) -> list[_Part] | None:
                 return None
             parts.append(_part_of(events))
             del events
+            if progress is not None:
+                report("decoding", min(progress[0] + progress[1] * pos, progress[2]), progress[2])
     except _NotChunkable:
         return None
     return parts
 
 
-def _decode_parallel(inner: memoryview) -> list[_Part] | None:
+def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] | None:
     """Decode the event array in two halves: this process the first, a forked child the second (its
     columns come back through a pipe as msgpack). None when either half is not valid or the child fails."""
     m = _BOUNDARY.search(inner, len(inner) // 2)
@@ -214,6 +218,7 @@ def _decode_parallel(inner: memoryview) -> list[_Part] | None:
     if pid == 0:  # child: never returns into the caller's code
         code = 1
         try:
+            silence()  # progress is drawn by the parent
             os.close(r)
             theirs = _decode_range(inner[mid_next:])
             if theirs is not None:
@@ -228,7 +233,7 @@ def _decode_parallel(inner: memoryview) -> list[_Part] | None:
     payload = b""
     try:
         with os.fdopen(r, "rb") as f:
-            mine = _decode_range(inner[:mid_end])
+            mine = _decode_range(inner[:mid_end], (offset, 2, total))
             payload = f.read() if mine is not None else b""
         done = True
     finally:
@@ -303,20 +308,38 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_NAME = re.compile(rb'"traceEvents"')
 
 
-def _array_ends(data: bytes, a: int) -> Iterator[tuple[int, dict[str, Any]]]:
+_CLOSE_LOOKAHEAD = 64
+_ARRAY_CLOSE = re.compile(rb"[}\[]\s*\]\s*[,}]")
+
+
+def _last_non_space(data: Any, e: int, lo: int) -> int:
+    """Position of the last non-whitespace byte before `e` (not before `lo`)."""
+    k = e - 1
+    while k > lo and data[k] in b" \t\r\n":
+        k -= 1
+    return k
+
+
+def _array_ends(data: Any, a: int, lo: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
     """Candidate ends `e` (the `]`) of the event array opened at `data[a]` in the object form, last first,
     with the top-level metadata: `head + [] + tail` must decode with nothing else called traceEvents.
 
     A `]` inside the event array never gives a valid tail (the array's and its events' closers would
     follow), so a wrong candidate can only be one inside the tail's own values; the chunk decode of the
     event array then fails at its end and the next candidate is tried."""
-    head = data[:a]
+    head = data[lo:a]
     hi = len(data)
-    for _ in range(8):
+    tries = 0
+    for _ in range(100_000):  # `]` in the tail's strings (e.g. Kineto's log lines) are skipped cheaply
         e = data.rfind(b"]", a, hi)
         if e < 0:
             return
         hi = e
+        if not _ARRAY_CLOSE.match(data, _last_non_space(data, e, a), e + 1 + _CLOSE_LOOKAHEAD):
+            continue  # the array's `]` follows its last event's `}` (or its `[`) and precedes `,` or `}`
+        tries += 1
+        if tries > 8:
+            return
         tail = data[e + 1 :]
         if _EVENTS_NAME.search(tail):
             continue
@@ -329,17 +352,16 @@ def _array_ends(data: bytes, a: int) -> Iterator[tuple[int, dict[str, Any]]]:
         yield e, _top_meta(top)
 
 
-def _decode_chunked(data: bytes) -> tuple[list[_Part], dict[str, Any]] | None:
+def _decode_chunked(data: Any, stream: _Stream | None = None) -> tuple[list[_Part], dict[str, Any]] | None:
     """Decode a valid trace chunk by chunk into columns; None when anything is unusual (the caller then
     takes the whole-file path with its fallbacks for damaged input, which gives the same result).
 
     The document is split as head + event array + tail without parsing it whole: the head and tail are
     decoded together (with an empty array in between), the array in chunks cut at candidate event
-    boundaries; every byte is decoded once and all of it must be valid, so the split is the JSON parse."""
-    if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
+    boundaries; every byte is decoded once and all of it must be valid, so the split is the JSON parse.
+    `data`: bytes, or a memory map when `stream` is given (a streamed load: see `_Stream`)."""
     n = len(data)
-    a = 0
+    lo = a = 3 if data[:3] == b"\xef\xbb\xbf" else 0
     while a < n and data[a] in b" \t\r\n":
         a += 1
     first = data[a : a + 1]
@@ -351,11 +373,11 @@ def _decode_chunked(data: bytes) -> tuple[list[_Part], dict[str, Any]] | None:
             return None
         ends: Iterator[tuple[int, dict[str, Any]]] = iter([(e, {})])
     elif first == b"{":
-        m = _EVENTS_KEY.search(data)
+        m = _EVENTS_KEY.search(data, a)
         if m is None:
             return None
         a = m.end() - 1
-        ends = _array_ends(data, a)
+        ends = _array_ends(data, a, lo)
     else:
         return None
     nxt_end = next(ends, None)
@@ -363,9 +385,10 @@ def _decode_chunked(data: bytes) -> tuple[list[_Part], dict[str, Any]] | None:
         return None
     e, top_meta = nxt_end
     view = memoryview(data)
-    if _parallel_ok(e - a - 1):
-        halves = _decode_parallel(view[a + 1 : e])
+    if stream is None and _parallel_ok(e - a - 1):
+        halves = _decode_parallel(view[a + 1 : e], a + 1, n)
         if halves is not None:
+            report("decoding", n, n)
             return halves, top_meta
     parts: list[_Part] = []
     pos = 0
@@ -384,10 +407,14 @@ def _decode_chunked(data: bytes) -> tuple[list[_Part], dict[str, Any]] | None:
             parts.append(_part_of(events))
             del events
             pos = nxt
+            if stream is not None:
+                stream.after_chunk(parts[-1], a + 1 + pos)
+            report("decoding", a + 1 + pos, n)
     except _NotChunkable:
         return None
     if not sum(p.n for p in parts):
         return None
+    report("decoding", n, n)
     return parts, top_meta
 
 
@@ -674,10 +701,24 @@ def load_kineto(path: str | Path, *, instance: str = "") -> Profile:
     return builder.finish()
 
 
-def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str = "") -> None:
-    """Add one chrome trace file's events, lanes and flows to `builder` (to merge it with other sources)."""
+def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str = "", budget: int | None = None) -> None:
+    """Add one chrome trace file's events, lanes and flows to `builder` (to merge it with other sources).
+
+    `budget` (bytes; None: no limit): the file is loaded in memory when that fits, else streamed with its
+    args on disk, else refused before most of it is read (trntui/memory.py)."""
     path = Path(path)
     meta = builder.meta
+    if budget is not None:
+        from trntui.memory import FULL_LOAD_FACTOR, json_size
+
+        try:
+            size = json_size(path)
+        except OSError:
+            size = 0  # read_bytes says what is wrong with the file
+        if size * FULL_LOAD_FACTOR > budget:
+            _load_streamed(path, builder, instance=instance, budget=budget, size=size)
+            return
+    report("reading", 0, 0)
     data, notes = read_bytes(path)
     meta.notes.extend(f"{path.name}: {n}" for n in notes)
     meta.sources.append(str(path))
@@ -701,6 +742,60 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+class _Stream:
+    """A streamed load in progress: spills each chunk's args, drops the decoded pages of the mapped file,
+    and stops the load as soon as the projected memory exceeds the budget."""
+
+    def __init__(self, path: Path, data: Any, spill: Any, budget: int) -> None:
+        self.path, self.data, self.spill, self.budget = path, data, spill, budget
+        self.events = 0
+
+    def after_chunk(self, part: _Part, consumed: int) -> None:
+        import mmap
+
+        from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES, over_budget
+
+        part.x.args = self.spill.put(part.x.args)
+        self.events += part.n
+        page = mmap.PAGESIZE
+        if isinstance(self.data, mmap.mmap) and consumed >= page and hasattr(self.data, "madvise"):
+            self.data.madvise(mmap.MADV_DONTNEED, 0, consumed - consumed % page)
+        projected = self.events * len(self.data) / max(consumed, 1)
+        needed = int(STREAMED_FIXED_BYTES + projected * STREAMED_BYTES_PER_EVENT)
+        if needed > self.budget:
+            raise over_budget(self.path, needed, self.budget, f"even streamed, this trace (about {projected / 1e6:,.1f}M events)")
+
+
+def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget: int, size: int) -> None:
+    """Load `path` mapped and chunk by chunk, args spilled to disk (see trntui/memory.py)."""
+    from trntui.loaders.bigfile import ArgsSpill, map_trace
+    from trntui.memory import FULL_LOAD_FACTOR, fmt, over_budget
+
+    meta = builder.meta
+    report("reading", 0, 0)
+    data, notes = map_trace(path)
+    meta.notes.extend(f"{path.name}: {n}" for n in notes)
+    meta.sources.append(str(path))
+    meta.notes.append(f"{path.name}: streamed to stay within the memory budget of {fmt(budget)} (args read from disk)")
+    spill = ArgsSpill()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        chunked = _decode_chunked(data, _Stream(path, data, spill, budget))
+        if chunked is None:
+            raise over_budget(path, int(size * FULL_LOAD_FACTOR), budget, "this file is not plain valid JSON: reading what can be read")
+        parts, top_meta = chunked
+        del chunked
+        _add_parts(parts, top_meta, builder, path=path, instance=instance, spill=spill)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        try:
+            data.close()
+        except BufferError:  # a view is still alive (an exception's frame): the map closes when it goes
+            pass
 
 
 def _skipped_detail(meta: ProfileMeta) -> str:
@@ -855,9 +950,11 @@ def _merge_strings(parts: list[tuple[list[str], np.ndarray]], keep: np.ndarray |
 
 
 def _add_parts(
-    parts: list[_Part], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = ""
+    parts: list[_Part], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = "", spill: Any = None
 ) -> None:
-    """Convert the columns of decoded chrome events into builder batches (events, lanes, flows)."""
+    """Convert the columns of decoded chrome events into builder batches (events, lanes, flows).
+    `spill` (a streamed load): the parts' args are in this `ArgsSpill`, and so will the profile's be."""
+    report("merging", 0, 0)
     meta = builder.meta
     meta.trace_meta.update({k: v for k, v in top_meta.items() if k != "traceEvents"})
     base = top_meta.get("baseTimeNanoseconds") or 0
@@ -944,9 +1041,9 @@ def _add_parts(
     tid = _merge_ids([x.tid for x in xs], keep_ok, idmap)
     cat_ids = _merge_strings([x.cat for x in xs], keep_ok, builder.intern_cat, np.int16)
     name_ids = _merge_strings([x.name for x in xs], keep_ok, builder.intern_name, np.int32)
-    args = ArgsStore.concat([x.args for x in xs])
+    args = spill.concat([x.args for x in xs]) if spill is not None else ArgsStore.concat([x.args for x in xs])
     if keep_ok is not None:
-        args = ArgsStore.from_raw([args[k] for k in np.nonzero(keep_ok)[0].tolist()])
+        args = args.permuted(np.nonzero(keep_ok)[0])
     if all(x.links is not None for x in xs):
         ext = np.concatenate([x.links[0] for x in xs])
         corr = np.concatenate([x.links[1] for x in xs])
@@ -999,6 +1096,7 @@ def _add_parts(
     # --- flows: bind each s/f half to the slice it belongs to ---------------------------------------
     fparts = [p.flows for p in parts if p.flows is not None]
     if fparts:
+        report("binding flows", 0, 0)
         _add_flows(fparts, start, end, pid, tid, kinds, first, builder, idmap, base)
 
     # --- device kind and backend label --------------------------------------------------------------

@@ -130,6 +130,16 @@ class ProfileBuilder:
         self._count += n
         return first
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the batches added so far (columns and in-memory args)."""
+        total = sum(v.nbytes for b in self._batches for v in b.values())
+        for a in self._args:
+            blob = getattr(a, "blob", None)
+            if isinstance(blob, (bytes, bytearray)):
+                total += len(blob) + a.starts.nbytes + a.ends.nbytes
+        return total
+
     def add_flows(self, key: np.ndarray, event: np.ndarray, cat: np.ndarray, role: np.ndarray) -> None:
         """Flow rows whose `event` are builder indexes (as returned by `add_events` plus offsets)."""
         self._flows.append(
@@ -138,16 +148,20 @@ class ProfileBuilder:
 
     def finish(self) -> Profile:
         """Concatenate the batches and sort events by (start, longest first) so parents precede children."""
+        from trntui.progress import report
+
+        report("sorting", 0, 0)
         cols = ("start", "end", "lane", "name", "cat", "kind", "ext", "corr")
         dtypes = (np.int64, np.int64, np.int32, np.int32, np.int16, np.int8, np.int64, np.int64)
-        if self._batches:
-            data = {c: np.concatenate([b[c] for b in self._batches]) for c in cols}
-        else:
-            data = {c: np.empty(0, dt) for c, dt in zip(cols, dtypes)}
+        data: dict[str, np.ndarray] = {}
+        for c, dt in zip(cols, dtypes):  # column by column, each batch column dropped once copied
+            data[c] = np.concatenate([b.pop(c) for b in self._batches]) if self._batches else np.empty(0, dt)
+        self._batches = []
         order = np.lexsort((-(data["end"] - data["start"]), data["start"]))
         identity = bool(len(order)) and bool(np.all(order[1:] > order[:-1]))
         if not identity:
-            data = {c: v[order] for c, v in data.items()}
+            for c in cols:  # one column at a time: peak is the columns plus one
+                data[c] = data[c][order]
         # args as one compact blob (frees the file buffers the raw slices point into), then reordered;
         # sources that give parsed dicts (or anything not bytes-like) keep a plain list
         args: Any

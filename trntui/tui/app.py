@@ -21,7 +21,7 @@ from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
 from trntui.tui.commands import ActionsProvider
-from trntui.tui.messages import LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
+from trntui.tui.messages import LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
 from trntui.tui.widgets.regex_filter import RegexFilterInput
@@ -79,7 +79,7 @@ class TrntuiApp(App[None]):
         Binding("z,f", "toggle_maximize", "Maximize", id="maximize"),
         Binding("r", "pick_run", "Runs", id="runs"),
         Binding("c", "compare", "Compare runs", id="compare"),
-        Binding("escape", "escape", "Restore / close", show=False, id="escape"),
+        Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 
     def __init__(self, path: str | Path, run: str | None = None) -> None:
@@ -141,9 +141,21 @@ class TrntuiApp(App[None]):
     def load(self, path: Path, run_name: str | None) -> None:
         """Find, read and analyse one run; posts messages only (never touches widgets)."""
         from trntui.errors import TrntuiError
+        from trntui.progress import Cancelled, reporting
 
         worker = get_current_worker()
         began = time.perf_counter()
+        last_post = [0.0]
+
+        def progress(stage: str, done: int, total: int) -> None:
+            """Called by the loader between chunks: stop when cancelled, else post (at most 10 per second)."""
+            if worker.is_cancelled:
+                raise Cancelled()
+            now = time.perf_counter()
+            if now - last_post[0] >= 0.1:
+                last_post[0] = now
+                self.post_message(LoadProgress(stage, 2, LOAD_STAGES, done / total if total else None))
+
         try:
             from trntui.loaders import find_runs, load_run
 
@@ -162,7 +174,8 @@ class TrntuiApp(App[None]):
                     raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
                 run = matches[0]
             self.post_message(LoadProgress(f"reading {run.name}", 2, LOAD_STAGES))
-            profile = load_run(run)
+            with reporting(progress):
+                profile = load_run(run)
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
@@ -180,6 +193,8 @@ class TrntuiApp(App[None]):
             if worker.is_cancelled:
                 return
             self.post_message(ProfileLoaded(run, runs, profile, table, time.perf_counter() - began))
+        except Cancelled:
+            self.post_message(LoadCancelled())
         except TrntuiError as exc:
             self.post_message(LoadFailed(str(exc)))
         except Exception as exc:  # noqa: BLE001 - a bad file shows a notice, never a traceback
@@ -187,7 +202,21 @@ class TrntuiApp(App[None]):
 
     @on(LoadProgress)
     def _load_progress(self, message: LoadProgress) -> None:
-        self._info(f"{self.path.name} · loading: {message.stage} ({message.step}/{message.total})…")
+        done = f" {int(message.fraction * 100)}%" if message.fraction is not None else ""
+        self._info(
+            f"{self.path.name} · loading: {message.stage}{done} ({message.step}/{message.total})… Esc cancels"
+        )
+
+    @on(LoadCancelled)
+    def _load_cancelled(self, message: LoadCancelled) -> None:
+        for pane in (self.ops, self.timeline, self.chain):
+            pane.loading = False
+        if self.profile is not None and self.run_name is not None:
+            self._info(f"load cancelled · still showing {describe(self.profile, self.run_name, self.path.name)}")
+        else:
+            more = " · r: pick a run" if len(self.runs) > 1 else ""
+            self._info(f"{self.path.name} · load cancelled{more} · q: quit")
+        self.refresh_bindings()
 
     @on(RunsFound)
     def _runs_found(self, message: RunsFound) -> None:
@@ -299,8 +328,16 @@ class TrntuiApp(App[None]):
 
     def action_escape(self) -> None:
         # (Esc in the filter box clears it: RegexFilterInput's own binding)
+        if self.loading_now():
+            self.workers.cancel_group(self, "load")  # the worker stops at the loader's next chunk
+            self._info(f"{self.path.name} · cancelling the load…")
+            return
         if self.screen.maximized is not None:
             self.screen.minimize()
+
+    def loading_now(self) -> bool:
+        """Whether a load worker is running."""
+        return any(w.group == "load" and w.is_running for w in self.workers)
 
     def action_pick_run(self) -> None:
         from trntui.tui.screens.runs import RunPicker

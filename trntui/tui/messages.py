@@ -17,14 +17,20 @@ if TYPE_CHECKING:
 
 @dataclass
 class LoadProgress(Message):
-    """A load stage started (`step` of `total`)."""
+    """A load stage started (`step` of `total`), or moved on (`fraction` of it done, when it has a size)."""
 
     stage: str
     step: int
     total: int
+    fraction: float | None = None
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, LoadProgress)
+
+
+@dataclass
+class LoadCancelled(Message):
+    """The user cancelled the load (Esc); the worker stopped at its next chunk."""
 
 
 @dataclass

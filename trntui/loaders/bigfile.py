@@ -1,0 +1,129 @@
+"""Streamed reading of traces too big to hold in memory with their args (see trntui/memory.py).
+
+`map_trace` gives the trace's JSON text as a read-only memory map (a gzip file is inflated into an unlinked
+temporary file first, a piece at a time), so the decoder can drop the pages it has read. `ArgsSpill` writes
+every event's raw args bytes to an unlinked temporary file and maps it back once the load is done: the
+profile reads args from it lazily, as it does from the cache. Both files live in the cache directory
+(`$TRNTUI_CACHE_DIR`, ...; /tmp is often RAM-backed) and disappear when the process ends.
+"""
+
+from __future__ import annotations
+
+import mmap
+import tempfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from trntui.errors import LoadError
+from trntui.model.args import ArgsStore
+from trntui.progress import report
+
+_PIECE = 8 << 20
+
+
+def spill_dir() -> Path:
+    from trntui.cache import cache_dir
+
+    d = cache_dir() / "spill"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _temp() -> BinaryIO:
+    try:
+        return tempfile.TemporaryFile(dir=spill_dir())
+    except OSError:  # unwritable cache dir: the system's temporary directory
+        return tempfile.TemporaryFile()
+
+
+def map_trace(path: Path) -> tuple[mmap.mmap, list[str]]:
+    """The trace's (inflated) bytes as a read-only memory map, and notes on anything recovered."""
+    notes: list[str] = []
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise LoadError(path, "no such file") from None
+    except IsADirectoryError:
+        raise LoadError(path, "is a directory, expected a trace file") from None
+    except OSError as exc:
+        raise LoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    with f:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        if gz:
+            src: BinaryIO = _temp()
+            if not _inflate(f, src, path):
+                notes.append("gzip stream is truncated or corrupted; read what could be decompressed")
+            src.flush()
+        else:
+            src = f
+        try:
+            if src.seek(0, 2) == 0:
+                raise LoadError(path, "empty file" if not gz else "corrupted gzip stream (nothing could be decompressed)")
+            return mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ), notes
+        finally:
+            if gz:
+                src.close()
+
+
+def _inflate(f: BinaryIO, out: BinaryIO, path: Path) -> bool:
+    """Inflate gzip members from `f` into `out` a piece at a time; False when the stream is damaged."""
+    total = f.seek(0, 2)
+    f.seek(0)
+    d = zlib.decompressobj(wbits=31)
+    done = 0
+    while True:
+        piece = f.read(_PIECE)
+        if not piece:
+            return d.eof
+        done += len(piece)
+        report("inflating", done, total)
+        while piece:
+            try:
+                out.write(d.decompress(piece))
+            except zlib.error:
+                return False
+            if not d.eof:
+                break
+            piece = d.unused_data  # a concatenated member follows (or trailing zeros)
+            if not piece.strip(b"\0"):
+                break
+            d = zlib.decompressobj(wbits=31)
+
+
+class ArgsSpill:
+    """Args bytes of a streamed load, on disk: `put` appends a chunk's blob, `concat` maps the file back."""
+
+    def __init__(self) -> None:
+        self.file = _temp()
+        self.size = 0
+
+    def put(self, store: ArgsStore) -> ArgsStore:
+        """Write `store`'s blob; the returned store's offsets point into the spill file."""
+        blob = store.blob
+        base = self.size
+        self.file.write(blob)
+        self.size += len(blob)
+        return ArgsStore(self, store.starts + base, store.ends + base)
+
+    def concat(self, stores: Sequence[Any]) -> ArgsStore:
+        """One store over the spill file from spilled stores (and in-memory ones, spilled now), in order."""
+        starts, ends = [], []
+        for st in stores:
+            st = ArgsStore.from_raw(st)
+            if st.blob is not self:
+                st = self.put(st)
+            starts.append(st.starts)
+            ends.append(st.ends)
+        self.file.flush()
+        if self.size:
+            blob: Any = np.frombuffer(mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+        else:
+            blob = b""
+        self.file.close()
+        z = np.zeros(0, np.int64)
+        return ArgsStore(blob, np.concatenate(starts) if starts else z, np.concatenate(ends) if ends else z.copy())

@@ -1,0 +1,111 @@
+"""Memory budget for loads: how much RAM a load may take, and what a load of a given file will need.
+
+A Kineto trace is loaded one of two ways (trntui/loaders/kineto.py):
+- in memory: the whole file is read, decoded in chunks (two processes on 2+ cores) and its args bytes kept in
+  RAM. Fastest; peak about `FULL_LOAD_FACTOR` x the JSON size (bench/RESULTS.md).
+- streamed: the file is memory-mapped (a gzip file is first inflated into a temporary file), decoded chunk by
+  chunk in this process, the pages already decoded are dropped, and every event's args bytes go to a spill
+  file that is memory-mapped afterwards. RAM holds only the numeric columns: about `STREAMED_BYTES_PER_EVENT`
+  per event at the peak.
+
+The budget picks the first one that fits and refuses the load, before reading it all, when not even the
+streamed form fits: a one-line error that says what it would need. Default: `$TRNTUI_MEMORY_BUDGET`, else 80%
+of the memory available when the load starts (`MemAvailable`), so a trace too big for the machine is streamed
+instead of being killed by the OOM killer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from trntui.errors import TrntuiError
+
+FULL_LOAD_FACTOR = 2.4
+"""Peak memory of an in-memory load / uncompressed JSON size. Measured 1.8-1.9x in the parent plus the forked
+decoder child's private memory (~0.7x); rounded up."""
+
+STREAMED_BYTES_PER_EVENT = 260
+"""Peak RAM per trace event of a streamed load (numeric columns, merge and sort temporaries)."""
+
+STREAMED_FIXED_BYTES = 100 << 20
+"""Interpreter, libraries, one decoded chunk."""
+
+_SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*\Z", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int | None:
+    """`4G`, `1.5GB`, `800M`, `512MiB`, bytes as a bare number → bytes; `none`/`off`/`0` → None (no budget)."""
+    t = text.strip().lower()
+    if t in ("none", "off", "unlimited", "0"):
+        return None
+    m = _SIZE_RX.match(t)
+    if not m:
+        raise TrntuiError(f"bad memory budget {text!r}: use a size like 4G, 1.5GB, 800M, or 'none'")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise TrntuiError(f"bad memory budget {text!r}: must be more than 0")
+    return value
+
+
+def available_bytes() -> int | None:
+    """`MemAvailable` from /proc/meminfo (Linux), else None."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def default_budget() -> int | None:
+    """`$TRNTUI_MEMORY_BUDGET` if set, else 80% of the available memory, else None (unknown: no budget)."""
+    env = os.environ.get("TRNTUI_MEMORY_BUDGET", "").strip()
+    if env:
+        return parse_size(env)
+    avail = available_bytes()
+    return int(avail * 0.8) if avail else None
+
+
+def resolve(option: str | int | None) -> int | None:
+    """A budget from a CLI option value: None or "auto" → the default; a size string → bytes."""
+    if option is None or (isinstance(option, str) and option.strip().lower() == "auto"):
+        return default_budget()
+    if isinstance(option, int):
+        return option if option > 0 else None
+    return parse_size(option)
+
+
+def json_size(path: Path) -> int:
+    """The uncompressed size of a trace file: its size, or for gzip the size in its trailer (mod 4 GiB, so
+    corrected upwards when implausibly small)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        if f.read(2) != b"\x1f\x8b":
+            return size
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+    while isize < size:  # wrapped (over 4 GiB) or a damaged trailer
+        isize += 1 << 32
+    return isize
+
+
+def fmt(n: int) -> str:
+    """Bytes for messages, in the binary units the option takes: `1.40 GiB`, `800 MiB`."""
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.2f} GiB"
+    return f"{n / (1 << 20):.0f} MiB"
+
+
+def over_budget(path: Path, needed: int, budget: int, how: str) -> TrntuiError:
+    from trntui.errors import OverBudget
+
+    return OverBudget(
+        path,
+        f"{how} needs about {fmt(needed)} of memory, over the memory budget of {fmt(budget)}; "
+        "raise it with --memory-budget (or TRNTUI_MEMORY_BUDGET), or load a smaller trace",
+    )
