@@ -138,6 +138,26 @@ def test_manifest_variant_order(capsys, corpus_dir, tmp_path) -> None:
     assert [r["run"] for r in json.loads(out)["runs"]] == order
 
 
+def test_run_order_is_one_rule_for_discovery_and_compare(corpus_dir, tmp_path) -> None:
+    """The run picker / `summary` (find_runs) and `compare` order runs by one rule (discover.capture_order):
+    the manifest's variant position or numeric `order`, then the name."""
+    import shutil
+
+    from trntui.commands.compare import discover
+    from trntui.loaders import find_runs
+    from trntui.loaders.discover import capture_order
+
+    for name, order in (("a", 2), ("b", 0), ("c", 1)):
+        d = tmp_path / name
+        d.mkdir()
+        shutil.copy(corpus_dir / "cuda_compare_base.json.gz", d / "trace.json.gz")
+        (d / "trntui.json").write_text(json.dumps({"order": order}))
+    runs = find_runs(tmp_path)
+    assert [r.name for r in runs] == ["b", "c", "a"]
+    assert runs == sorted(runs, key=capture_order)
+    assert [name for name, _ in discover([tmp_path])] == ["b", "c", "a"]
+
+
 def test_names_are_terminal_safe(capsys, tmp_path) -> None:
     ev = lambda name, ts: {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 5}  # noqa: E731
     a = tmp_path / "a.json"

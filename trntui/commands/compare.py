@@ -67,31 +67,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- loading ----------------------------------------------------------------------------------------------------
 
 
-def _manifest_order(run: Any) -> float | None:
-    m = getattr(run, "manifest", None) or {}
-    variants, variant = m.get("variants"), m.get("variant")
-    if isinstance(variants, list) and variant in variants:
-        return float(variants.index(variant))  # `trntui profile` order: naive, fused, compiled
-    for key in ("order", "variant_index", "index"):
-        v = m.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    return None
-
-
 def discover(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
     """(display name, loader Run) for every run under `paths`, in order; raises TrntuiError for < 2 runs."""
     from trntui.errors import TrntuiError
     from trntui.loaders import find_runs
+    from trntui.loaders.discover import capture_order, manifest_position
 
     found: list[tuple[str, Any]] = []
     for p in paths:
         runs = find_runs(Path(p))
-        orders = [_manifest_order(r) for r in runs]
-        if len(runs) > 1 and not all(o is not None for o in orders):
+        if len(runs) > 1 and all(manifest_position(r) is not None for r in runs):
+            runs = sorted(runs, key=capture_order)  # (find_runs' Neuron layouts come sorted by name)
+        elif len(runs) > 1:
             orders = _builtin_order(runs)
-        if len(runs) > 1 and all(o is not None for o in orders):
-            runs = [r for _, r in sorted(zip(orders, runs), key=lambda x: x[0])]
+            if all(o is not None for o in orders):
+                runs = [r for _, r in sorted(zip(orders, runs), key=lambda x: x[0])]
         variants = [_variant(r) for r in runs]
         use_variants = len(runs) > 1 and all(variants) and len(set(variants)) == len(variants)
         for r, v in zip(runs, variants):

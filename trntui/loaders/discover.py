@@ -98,16 +98,29 @@ def find_runs(path: Path) -> list[Run]:
         runs.append(Run(name=name, root=directory, framework_traces=traces, manifest=manifest))
     if not runs:
         raise LoadError(path, "no trace files found (expected trace.json, *.pt.trace.json[.gz] or a Neuron profile)")
-    runs.sort(key=_capture_order)
+    runs.sort(key=capture_order)
     return runs
 
 
-def _capture_order(run: Run) -> tuple[int, str]:
-    """Variants of one `trntui profile` capture in the order it ran them (naive, fused, compiled), then by name."""
-    variants, variant = run.manifest.get("variants"), run.manifest.get("variant")
+def manifest_position(run: Run) -> float | None:
+    """Where the run's manifest places it among its sibling runs: its variant's index in `variants` (the order
+    `trntui profile` ran them: naive, fused, compiled), else a numeric `order` / `variant_index` / `index`;
+    None when the manifest says nothing."""
+    manifest = run.manifest or {}
+    variants, variant = manifest.get("variants"), manifest.get("variant")
     if isinstance(variants, list) and variant in variants:
-        return (variants.index(variant), run.name)
-    return (len(variants) if isinstance(variants, list) else 1 << 30, run.name)
+        return float(variants.index(variant))
+    for key in ("order", "variant_index", "index"):
+        value = manifest.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def capture_order(run: Run) -> tuple[float, str]:
+    """Sort key for runs: by `manifest_position` (runs without one last), then by name."""
+    position = manifest_position(run)
+    return (position if position is not None else float("inf"), run.name)
 
 
 def _walk_traces(path: Path, max_depth: int = 6) -> list[Path]:
