@@ -23,13 +23,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="which run to open when the directory holds several (variant or rank directory name); "
         "without it the explorer asks",
     )
+    p.add_argument(
+        "--steps",
+        metavar="N-M",
+        help="count only these ProfilerStep#N windows in the ops table (e.g. 3-5) and open the timeline on them",
+    )
+    p.add_argument(
+        "--window",
+        metavar="T0:T1",
+        help="count only events starting in this window (relative to the timeline's +0; ns/us/ms/s, default ms) "
+        "and open the timeline on it",
+    )
     from trntui.cli import add_memory_budget_option
 
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 
 
-def launch(path: str | Path, run: str | None = None) -> int:
+def launch(path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None) -> int:
     """Open the explorer on `path` and return when the user quits (also used by `trntui profile`)."""
     from trntui.errors import LoadError
 
@@ -38,9 +49,13 @@ def launch(path: str | Path, run: str | None = None) -> int:
         raise LoadError(path, "no such file or directory")
     from trntui.tui.app import TrntuiApp
 
-    TrntuiApp(path, run).run()
+    if steps:
+        from trntui.analysis.select import parse_steps
+
+        parse_steps(steps)  # a malformed spec is a one-line error before the app starts
+    TrntuiApp(path, run, steps=steps, window=window).run()
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    return launch(args.path, args.run)
+    return launch(args.path, args.run, steps=args.steps, window=args.window)

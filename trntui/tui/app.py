@@ -82,10 +82,14 @@ class TrntuiApp(App[None]):
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 
-    def __init__(self, path: str | Path, run: str | None = None) -> None:
+    def __init__(self, path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None) -> None:
         super().__init__()
         self.path = Path(path)
         self.requested_run = run
+        self.steps_spec = steps
+        """`--steps 3-5`: the ops table counts only these ProfilerStep#N windows; the timeline opens on them."""
+        self.window_spec = window
+        """`--window 10ms:20ms`: likewise for a time window (relative to the timeline's +0)."""
         self.runs: list[Run] = []
         self.run_name: str | None = None
         self.profile: Profile | None = None
@@ -181,7 +185,8 @@ class TrntuiApp(App[None]):
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
             from trntui.analysis.key_averages import key_averages
 
-            table = key_averages(profile)
+            subset, view, subset_text = self._subset(profile)
+            table = key_averages(profile, events=subset)
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
@@ -192,13 +197,32 @@ class TrntuiApp(App[None]):
             display_span(profile)
             if worker.is_cancelled:
                 return
-            self.post_message(ProfileLoaded(run, runs, profile, table, time.perf_counter() - began))
+            self.post_message(
+                ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text)
+            )
         except Cancelled:
             self.post_message(LoadCancelled())
         except TrntuiError as exc:
             self.post_message(LoadFailed(str(exc)))
         except Exception as exc:  # noqa: BLE001 - a bad file shows a notice, never a traceback
             self.post_message(LoadFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    def _subset(self, profile: "Profile") -> tuple[np.ndarray | None, tuple[int, int] | None, str]:
+        """Events, timeline view and header text for `--steps` / `--window` (None, None, "" without them)."""
+        if not (self.steps_spec or self.window_spec):
+            return None, None, ""
+        from trntui.analysis.select import parse_window, select_events, windows_for_steps
+
+        subset = select_events(profile, steps_spec=self.steps_spec, window_spec=self.window_spec)
+        spans = windows_for_steps(profile, self.steps_spec) if self.steps_spec else []
+        t0, t1 = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (None, None)
+        if self.window_spec:
+            w0, w1 = parse_window(self.window_spec, profile)
+            t0, t1 = (w0, w1) if t0 is None else (max(t0, w0), min(t1, w1))
+        view = (t0, t1) if t0 is not None and t1 > t0 else None
+        what = " ".join(x for x in (f"steps {self.steps_spec}" if self.steps_spec else "",
+                                     f"window {self.window_spec}" if self.window_spec else "") if x)
+        return subset, view, f"{what}: {len(subset):,} events"
 
     @on(LoadProgress)
     def _load_progress(self, message: LoadProgress) -> None:
@@ -237,10 +261,13 @@ class TrntuiApp(App[None]):
         self.load_error = ""
         self.ops.set_table(message.table)
         self.timeline.set_profile(message.profile)
+        if message.view is not None:
+            self.timeline.fit(message.view)
         self.chain.set_profile(message.profile, self.timeline.origin)
         for pane in (self.ops, self.timeline, self.chain):
             pane.loading = False
-        self._info(describe(message.profile, message.run.name, self.path.name))
+        header = describe(message.profile, message.run.name, self.path.name)
+        self._info(f"{header} · {message.subset}" if message.subset else header)
         self._titles()
         self.ops.focus()
         self.refresh_bindings()

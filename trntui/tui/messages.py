@@ -50,6 +50,10 @@ class ProfileLoaded(Message):
     table: "OpTable"
     seconds: float
     extra: dict[str, Any] | None = None
+    view: tuple[int, int] | None = None
+    """Absolute [t0, t1) the timeline opens on (`--steps` / `--window`); None: fitted to the whole span."""
+    subset: str = ""
+    """What the ops table covers when not the whole profile, e.g. `steps 3-5: 1,234 events`."""
 
 
 @dataclass

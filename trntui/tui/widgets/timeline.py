@@ -159,6 +159,7 @@ class Timeline(Widget, can_focus=True):
         self._selected: list[Intervals | None] = []
         self._selection_version = 0
         self._fitted = True
+        self._fit_span: tuple[int, int] | None = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._style_cache: tuple[object, dict[str, Style]] = (None, {})
         self._label_width: tuple[object, int] = (None, 8)
@@ -276,11 +277,13 @@ class Timeline(Widget, can_focus=True):
                     return k
         return max(first, 0)
 
-    def fit(self) -> None:
-        """Zoom so the whole span fits; cursor in the middle."""
+    def fit(self, span: tuple[int, int] | None = None) -> None:
+        """Zoom so the whole span (or the absolute `span`, e.g. `--steps`) fits; cursor in the middle.
+        A resize fits the same span again until the user pans or zooms."""
         if self.profile is None:
             return
-        a, b = display_span(self.profile)
+        self._fit_span = span
+        a, b = span if span is not None else display_span(self.profile)
         self.ns_per_cell = max((b - a) / self.cells, 1.0)
         self.t0 = float(a - self.origin)
         self.cursor_t = self.t0 + (self.cells // 2 + 0.5) * self.ns_per_cell
@@ -608,7 +611,7 @@ class Timeline(Widget, can_focus=True):
         self._cache.clear()
         if self._fitted and self.profile is not None:
             cursor_t, cursor_event = self.cursor_t, self.cursor_event
-            self.fit()
+            self.fit(self._fit_span)
             self.cursor_t, self.cursor_event = cursor_t, cursor_event  # the cursor stays where it was
         self._scroll_to_cursor()
 
