@@ -82,7 +82,7 @@ def run_worker(case: str, path: Path, env: dict | None = None) -> dict:
     """Run a worker (or a CLI command) in a fresh process; wall time and that child's peak RSS."""
     if case.startswith("summary"):
         cmd = [sys.executable, "-m", "trntui.cli", "summary", str(path), "--limit", "20"]
-        if case == "summary_cold":
+        if case in ("summary_cold", "summary_streamed"):
             cmd.append("--no-cache")
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", case, str(path)]
@@ -108,6 +108,8 @@ def run_worker(case: str, path: Path, env: dict | None = None) -> dict:
     res = {"wall": wall, "maxrss_mb": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}
     if not case.startswith("summary"):
         res.update(json.loads(out_b.decode().strip().splitlines()[-1]))
+    if case == "summary_streamed" and b"streamed to stay within the memory budget" not in out_b:
+        raise RuntimeError("summary_streamed: the load was not streamed")
     return res
 
 
@@ -320,10 +322,21 @@ def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: lis
     size_mb = path.stat().st_size / 1e6
     print(f"== {label}: {path.name} ({size_mb:.0f} MB)", file=sys.stderr, flush=True)
     res: dict = {}
-    for case in ("json_load", "msgspec_typed", "trntui_open", "summary_cold", "summary_first", "summary_cached"):
+    reps = 1 if quick else 3 if size_mb < 200 else 1  # small inputs: best of 3 per case (as timeit does), for the ratios
+    for case in ("json_load", "msgspec_typed", "trntui_open", "summary_cold", "summary_first", "summary_cached",
+                 "summary_streamed"):
         if case == "json_load" and size_mb > 600:
             continue  # stdlib json on 1 GB: minutes and ~10 GB; not informative
-        r = run_worker(case, path)
+        env = None
+        if case == "summary_streamed":  # a budget under an in-memory load's need, 10% over the streamed estimate
+            from trntui import memory
+
+            events_all = res["msgspec_typed"].get("events_all") or res["msgspec_typed"].get("events", 0)
+            need = memory.STREAMED_FIXED_BYTES + events_all * memory.STREAMED_BYTES_PER_EVENT
+            budget = min(int(need * 1.1), int(path.stat().st_size * memory.FULL_LOAD_FACTOR) - 1)
+            env = {"TRNTUI_MEMORY_BUDGET": str(budget)}
+            res["streamed_budget_mb"] = budget / 2**20
+        r = min((run_worker(case, path, env) for _ in range(reps)), key=lambda x: x["wall"])
         res[case] = r
         print(f"   {case}: {r['wall']:.2f} s wall, {r['maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
     base_json = res.get("json_load", {}).get("wall")
@@ -340,6 +353,8 @@ def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: lis
         ("summary_cold", "`trntui summary --no-cache` (whole process)"),
         ("summary_first", "`trntui summary`, first run: parse + write cache (whole process)"),
         ("summary_cached", "`trntui summary`, cached (whole process)"),
+        ("summary_streamed", f"`trntui summary --no-cache`, streamed under a {res.get('streamed_budget_mb', 0):,.0f} MiB "
+                             "budget (whole process)"),
     ):
         r = res.get(case)
         if r is None:
