@@ -10,9 +10,10 @@ string pids. Partial overlaps are kept; unpaired flow halves are counted, not fa
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import re
-import signal
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
@@ -150,11 +151,6 @@ _PARALLEL_MIN_BYTES = 64 << 20
 """Event arrays this large are decoded by two processes (a forked child takes the second half)."""
 
 
-_PARENT_SHARE = 0.56
-"""Share of the event array the parent decodes: the child also packs and sends its columns (measured on the
-69 MB CPU trace: equal halves left the parent waiting ~0.1 s for the child)."""
-
-
 def _parallel_ok(size: int) -> bool:
     if size < _PARALLEL_MIN_BYTES or not hasattr(os, "fork") or threading.active_count() != 1:
         return False  # forking a process with other threads is unsafe
@@ -192,70 +188,132 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
     raise _NotChunkable
 
 
-def _decode_range(inner: memoryview, progress: tuple[int, float, int] | None = None) -> list[_Part] | None:
-    """Chunks of a slice of the event array that starts and ends at event boundaries; None if invalid.
-    `progress` (offset, scale, total): reports `offset + scale * position` of `total` after each chunk."""
-    parts: list[_Part] = []
-    pos = 0
-    try:
-        while pos < len(inner):
-            events, pos = _decode_chunk(inner, pos)
-            if events is None:
-                return None
-            parts.append(_part_of(events))
-            del events
-            if progress is not None:
-                report("decoding", min(progress[0] + int(progress[1] * pos), progress[2]), progress[2])
-    except _NotChunkable:
-        return None
-    return parts
+_PAR_CHUNK = 4 << 20
+"""Chunk size of the two-process decode: small enough that the two processes finish close together."""
+
+
+def _cut_points(inner: memoryview, step: int) -> list[tuple[int, int]] | None:
+    """(start, end) of ~`step`-byte pieces of the event array, cut at candidate event boundaries."""
+    pieces = []
+    a = 0
+    while a < len(inner):
+        m = _BOUNDARY.search(inner, a + step) if a + step < len(inner) else None
+        if m is None:
+            pieces.append((a, len(inner)))
+            break
+        pieces.append((a, m.start() + 1))
+        a = m.end() - 1
+    return pieces
+
+
+class _Claims:
+    """Which pieces are taken, shared by the parent (from the front) and the child (from the back) through an
+    anonymous shared map; a one-byte token in a pipe is the lock."""
+
+    def __init__(self, count: int) -> None:
+        self.mem = mmap.mmap(-1, 24)
+        self.view = np.frombuffer(self.mem, np.int64)  # front, back, failed
+        self.view[:] = (0, count, 0)
+        self.r, self.w = os.pipe()
+        os.write(self.w, b"x")
+
+    def take(self, from_back: bool) -> int:
+        """The next piece's index for this side, or -1 when none is left (or the other side failed)."""
+        os.read(self.r, 1)
+        try:
+            front, back, failed = self.view.tolist()
+            if failed or front >= back:
+                return -1
+            if from_back:
+                self.view[1] = back - 1
+                return back - 1
+            self.view[0] = front + 1
+            return front
+        finally:
+            os.write(self.w, b"x")
+
+    def fail(self) -> None:
+        self.view[2] = 1
+
+    def close(self) -> None:
+        os.close(self.r)
+        os.close(self.w)
+
+
+def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: _Claims, from_back: bool,
+                   progress: tuple[int, int] | None = None) -> dict[int, _Part] | None:
+    """Decode the pieces this side claims; None when one is not valid on its own (the caller then decodes
+    serially, where a cut inside a string is extended to the next candidate)."""
+    done: dict[int, _Part] = {}
+    while (k := claims.take(from_back)) >= 0:
+        a, e = pieces[k]
+        try:
+            events = _list_decoder.decode(b"[" + inner[a:e] + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            claims.fail()
+            return None
+        done[k] = _part_of(events)
+        del events
+        if progress is not None:
+            front, back, _ = claims.view.tolist()
+            share = (front + len(pieces) - back) / len(pieces)
+            report("decoding", progress[0] + int(share * (len(inner))), progress[1])
+    return done
 
 
 def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] | None:
-    """Decode the event array in two halves: this process the first, a forked child the second (its
-    columns come back through a pipe as msgpack). None when either half is not valid or the child fails."""
-    m = _BOUNDARY.search(inner, int(len(inner) * _PARENT_SHARE))
-    if m is None:
+    """Decode the event array in ~4 MB pieces with two processes: this one takes pieces from the front, a
+    forked child from the back, until they meet (so both finish together whatever the content). The child's
+    columns come back as msgpack in a temporary file. None when a piece is not valid or the child fails."""
+    pieces = _cut_points(inner, _PAR_CHUNK)
+    if not pieces or len(pieces) < 2:
         return None
-    mid_end, mid_next = m.start() + 1, m.end() - 1
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never returns into the caller's code
-        code = 1
-        try:
-            silence()  # progress is drawn by the parent
-            os.close(r)
-            theirs = _decode_range(inner[mid_next:])
-            if theirs is not None:
-                with os.fdopen(w, "wb") as f:
-                    f.write(_pack_parts(theirs))
-                code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    done = False
-    mine: list[_Part] | None = None
-    payload = b""
-    try:
-        with os.fdopen(r, "rb") as f:
-            mine = _decode_range(inner[:mid_end], (offset, 1 / _PARENT_SHARE, total))
-            payload = f.read() if mine is not None else b""
-        done = True
-    finally:
-        if not done or not payload:
+    try:  # the child writes its columns here (RAM-backed when /dev/shm exists): it never waits for a reader
+        out = tempfile.TemporaryFile(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    except OSError:
+        return None
+    claims = _Claims(len(pieces))
+    with out:
+        fd = out.fileno()
+        pid = os.fork()
+        if pid == 0:  # child: never returns into the caller's code
+            code = 1
             try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        _, status = os.waitpid(pid, 0)
-    if mine is None or status != 0 or not payload:
+                silence()  # progress is drawn by the parent
+                theirs = _decode_pieces(inner, pieces, claims, True)
+                if theirs is not None:
+                    order = sorted(theirs)
+                    payload = memoryview(msgspec.msgpack.encode([order, _pack_parts([theirs[k] for k in order])]))
+                    while payload:
+                        payload = payload[os.write(fd, payload) :]
+                    code = 0
+            finally:
+                os._exit(code)
+        done = False
+        mine: dict[int, _Part] | None = None
+        try:
+            mine = _decode_pieces(inner, pieces, claims, False, (offset, total))
+            done = True
+        finally:
+            if not done or mine is None:
+                claims.fail()
+            _, status = os.waitpid(pid, 0)
+            claims.close()
+        if mine is None or status != 0:
+            return None
+        size = os.fstat(fd).st_size
+        if not size:
+            return None
+        try:
+            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
+                order, packed = msgspec.msgpack.decode(mm)
+                theirs = dict(zip(order, _unpack_parts(packed)))
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError, OSError):
+            return None
+    both = {**mine, **theirs}
+    if sorted(both) != list(range(len(pieces))):
         return None
-    try:
-        theirs = _unpack_parts(payload)
-    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError):
-        return None
-    del payload
-    return mine + theirs
+    return [both[k] for k in range(len(pieces))]
 
 
 # the child's columns travel as msgpack (plain data: arrays as dtype + bytes, kept events as JSON)
@@ -287,7 +345,7 @@ def _pack_parts(parts: list[_Part]) -> bytes:
     return msgspec.msgpack.encode(out)
 
 
-def _unpack_parts(payload: bytes) -> list[_Part]:
+def _unpack_parts(payload: Any) -> list[_Part]:
     parts = []
     for n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs in msgspec.msgpack.decode(payload):
         p = _Part()
@@ -758,7 +816,6 @@ class _Stream:
         self.events = 0
 
     def after_chunk(self, part: _Part, consumed: int) -> None:
-        import mmap
 
         from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES, over_budget
 
