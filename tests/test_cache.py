@@ -138,3 +138,23 @@ def test_summary_no_cache_flag(cache_env, trace, capsys):
     assert capsys.readouterr().out == with_cache
     assert main(["summary", str(trace), "--limit", "5", "--no-cache"]) == 0
     assert capsys.readouterr().out == with_cache
+
+
+def test_chunked_args_round_trip_through_the_cache(tmp_path, monkeypatch, corpus_dir) -> None:
+    """A profile decoded in several chunks keeps its args in the chunks' blobs (never joined in memory); the
+    cache writes them piece by piece and a cached re-open gives every event the same args bytes."""
+    from trntui import cache as C
+    from trntui.loaders import find_runs, load_run
+    from trntui.loaders import kineto
+    from trntui.model.args import Blobs
+
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", "0")
+    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1 << 20)
+    run = find_runs(corpus_dir / "cuda_ns_resolution_68k.json.gz")[0]
+    fresh = load_run(run, cache=True)
+    assert isinstance(fresh.args_raw.blob, Blobs) and len(fresh.args_raw.blob.blobs) > 3
+    again = C.load(run)
+    assert again is not None and len(again) == len(fresh)
+    assert all(fresh.args_raw[i] == again.args_raw[i] for i in range(len(fresh)))
+    assert sum(1 for i in range(len(fresh)) if fresh.args_raw[i]) > 1000

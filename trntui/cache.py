@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from trntui.model.args import ArgsStore
+from trntui.model.args import ArgsStore, Blobs
 
 FORMAT = 2
 """Bumped whenever what is stored changes."""
@@ -242,8 +242,14 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], with_table: bool)
     for c in _FLOW_COLUMNS:
         save(f"flow_{c}", getattr(profile.flows, c))
     args = ArgsStore.from_raw(profile.args_raw)
-    blob = args.blob if isinstance(args.blob, np.ndarray) else np.frombuffer(args.blob, np.uint8)
-    save("args_blob", blob)
+    if isinstance(args.blob, Blobs) and len(args.blob):  # written piece by piece into the mapped file: no joined copy in memory
+        out = np.lib.format.open_memmap(d / "args_blob.npy", mode="w+", dtype=np.uint8, shape=(len(args.blob),))
+        args.blob.write_to(out)
+        out.flush()
+        del out
+    else:
+        blob = args.blob if not isinstance(args.blob, Blobs) else b""
+        save("args_blob", blob if isinstance(blob, np.ndarray) else np.frombuffer(blob, np.uint8))
     save("args_starts", args.starts)
     save("args_ends", args.ends)
     lanes = []

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from trntui.errors import LoadError
-from trntui.model.args import ArgsStore
+from trntui.model.args import ArgsStore, Blobs
 from trntui.progress import report
 
 _PIECE = 8 << 20
@@ -106,7 +106,8 @@ class ArgsSpill:
         """Write `store`'s blob; the returned store's offsets point into the spill file."""
         blob = store.blob
         base = self.size
-        self.file.write(blob)
+        for piece in blob.blobs if isinstance(blob, Blobs) else [blob]:
+            self.file.write(piece)
         self.size += len(blob)
         return ArgsStore(self, store.starts + base, store.ends + base)
 

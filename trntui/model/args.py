@@ -14,12 +14,37 @@ from typing import Any
 import numpy as np
 
 
+class Blobs:
+    """Several byte blobs addressed as one (global offsets), so joining chunks' args never copies them all.
+
+    Every event's args lie inside one blob; `blobs[a:b]` finds it by binary search."""
+
+    def __init__(self, blobs: Sequence[Any]) -> None:
+        self.blobs = [b for b in blobs if len(b)]
+        self.bounds = np.zeros(len(self.blobs) + 1, np.int64)
+        np.cumsum([len(b) for b in self.blobs], out=self.bounds[1:])
+
+    def __len__(self) -> int:
+        return int(self.bounds[-1])
+
+    def __getitem__(self, s: slice) -> Any:
+        k = int(np.searchsorted(self.bounds, s.start, side="right")) - 1
+        base = int(self.bounds[k])
+        return self.blobs[k][s.start - base : s.stop - base]
+
+    def write_to(self, out: Any) -> None:
+        """Copy the bytes, in order, into a writable buffer of `len(self)` bytes (e.g. a memory-mapped array)."""
+        for k, b in enumerate(self.blobs):
+            a = int(self.bounds[k])
+            out[a : a + len(b)] = np.frombuffer(b, np.uint8) if not isinstance(b, np.ndarray) else b
+
+
 class ArgsStore(Sequence):
     """Per-event raw args: `blob[starts[i]:ends[i]]` (empty: the event has no args)."""
 
     def __init__(self, blob: Any, starts: np.ndarray, ends: np.ndarray) -> None:
         self.blob = blob
-        """bytes, or a uint8 array (possibly memory-mapped from the cache)."""
+        """bytes, a uint8 array (possibly memory-mapped from the cache), or `Blobs`."""
         self.starts = starts
         self.ends = ends
 
@@ -61,18 +86,18 @@ class ArgsStore(Sequence):
 
     @classmethod
     def concat(cls, parts: Sequence[Any]) -> "ArgsStore":
-        """One store from several (stores or raw lists), in order."""
+        """One store from several (stores or raw lists), in order; the blobs are shared, not copied."""
         stores = [cls.from_raw(p) for p in parts]
         if len(stores) == 1:
             return stores[0]
-        blobs, starts, ends, shift = [], [], [], 0
-        for st in stores:
-            blob = st.blob.tobytes() if isinstance(st.blob, np.ndarray) else bytes(st.blob)
-            blobs.append(blob)
-            starts.append(st.starts + shift)
-            ends.append(st.ends + shift)
-            shift += len(blob)
         if not stores:
             z = np.zeros(0, np.int64)
             return cls(b"", z, z.copy())
-        return cls(b"".join(blobs), np.concatenate(starts), np.concatenate(ends))
+        blobs, starts, ends, shift = [], [], [], 0
+        for st in stores:
+            inner = st.blob.blobs if isinstance(st.blob, Blobs) else [st.blob]
+            blobs.extend(inner)
+            starts.append(st.starts + shift)
+            ends.append(st.ends + shift)
+            shift += len(st.blob)
+        return cls(Blobs(blobs), np.concatenate(starts), np.concatenate(ends))
