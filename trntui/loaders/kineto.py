@@ -241,9 +241,10 @@ class _Claims:
 
 
 def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: _Claims, from_back: bool,
-                   progress: tuple[int, int] | None = None) -> dict[int, _Part] | None:
+                   progress: tuple[int, int] | None = None, sink: Any = None) -> dict[int, _Part] | None:
     """Decode the pieces this side claims; None when one is not valid on its own (the caller then decodes
-    serially, where a cut inside a string is extended to the next candidate)."""
+    serially, where a cut inside a string is extended to the next candidate). `sink(k, part)` takes each
+    piece at once instead of the returned dict (the child writes it out, so it never holds them all)."""
     done: dict[int, _Part] = {}
     while (k := claims.take(from_back)) >= 0:
         a, e = pieces[k]
@@ -252,8 +253,13 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: _Cl
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             claims.fail()
             return None
-        done[k] = _part_of(events)
+        part = _part_of(events)
         del events
+        if sink is not None:
+            sink(k, part)
+        else:
+            done[k] = part
+        del part
         if progress is not None:
             front, back, _ = claims.view.tolist()
             share = (front + len(pieces) - back) / len(pieces)
@@ -280,12 +286,15 @@ def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] 
             code = 1
             try:
                 silence()  # progress is drawn by the parent
-                theirs = _decode_pieces(inner, pieces, claims, True)
-                if theirs is not None:
-                    order = sorted(theirs)
-                    payload = memoryview(msgspec.msgpack.encode([order, _pack_parts([theirs[k] for k in order])]))
+
+                def write_frame(k: int, part: _Part) -> None:  # length + msgpack [index, columns]
+                    frame = msgspec.msgpack.encode([k, _pack_part(part)])
+                    payload = memoryview(len(frame).to_bytes(8, "little") + frame)
+                    del frame
                     while payload:
                         payload = payload[os.write(fd, payload) :]
+
+                if _decode_pieces(inner, pieces, claims, True, sink=write_frame) is not None:
                     code = 0
             finally:
                 os._exit(code)
@@ -304,10 +313,14 @@ def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] 
         size = os.fstat(fd).st_size
         if not size:
             return None
-        try:
-            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
-                order, packed = msgspec.msgpack.decode(mm)
-                theirs = dict(zip(order, _unpack_parts(packed)))
+        theirs: dict[int, _Part] = {}
+        try:  # frame by frame: only one piece's packed bytes at a time in this process
+            pos = 0
+            while pos < size:
+                length = int.from_bytes(os.pread(fd, 8, pos), "little")
+                k, packed = msgspec.msgpack.decode(os.pread(fd, length, pos + 8))
+                theirs[k] = _unpack_part(packed)
+                pos += 8 + length
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError, OSError):
             return None
     both = {**mine, **theirs}
@@ -333,38 +346,34 @@ def _ids_dec(t: list[Any]) -> Any:
     return _unarr(t[0]) if len(t) == 1 else (t[0], _unarr(t[1]))
 
 
-def _pack_parts(parts: list[_Part]) -> bytes:
-    out = []
-    for p in parts:
-        x, f = p.x, p.flows
-        xs = [x.m, _arr(x.ts), _arr(x.dur), _arr(x.kinds), _ids_enc(x.pid), _ids_enc(x.tid), _ids_enc(x.cat),
-              _ids_enc(x.name), [x.args.blob, _arr(x.args.starts), _arr(x.args.ends)],
-              None if x.links is None else [_arr(x.links[0]), _arr(x.links[1])]]
-        fs = None if f is None else [f.n, _arr(f.ts), _ids_enc(f.pid), _ids_enc(f.tid), _arr(f.keys), _ids_enc(f.cat), _arr(f.ph)]
-        out.append([p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs])
-    return msgspec.msgpack.encode(out)
+def _pack_part(p: _Part) -> list[Any]:
+    """One piece's columns as plain msgpack data (arrays as dtype + bytes, kept events as JSON)."""
+    x, f = p.x, p.flows
+    xs = [x.m, _arr(x.ts), _arr(x.dur), _arr(x.kinds), _ids_enc(x.pid), _ids_enc(x.tid), _ids_enc(x.cat),
+          _ids_enc(x.name), [x.args.blob, _arr(x.args.starts), _arr(x.args.ends)],
+          None if x.links is None else [_arr(x.links[0]), _arr(x.links[1])]]
+    fs = None if f is None else [f.n, _arr(f.ts), _ids_enc(f.pid), _ids_enc(f.tid), _arr(f.keys), _ids_enc(f.cat), _arr(f.ph)]
+    return [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs]
 
 
-def _unpack_parts(payload: Any) -> list[_Part]:
-    parts = []
-    for n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs in msgspec.msgpack.decode(payload):
-        p = _Part()
-        p.n, p.n_m, p.n_x, p.n_be, p.n_sft = n, n_m, n_x, n_be, n_sft
-        p.m_events, p.be_events = _list_decoder.decode(m_ev), _list_decoder.decode(be_ev)
-        x = p.x = _XCols()
-        x.m, x.ts, x.dur, x.kinds = xs[0], _unarr(xs[1]), _unarr(xs[2]), _unarr(xs[3])
-        x.pid, x.tid, x.cat, x.name = _ids_dec(xs[4]), _ids_dec(xs[5]), _ids_dec(xs[6]), _ids_dec(xs[7])
-        blob, starts, ends = xs[8]
-        x.args = ArgsStore(blob, _unarr(starts), _unarr(ends))
-        x.links = None if xs[9] is None else (_unarr(xs[9][0]), _unarr(xs[9][1]))
-        if fs is None:
-            p.flows = None
-        else:
-            f = p.flows = _FCols()
-            f.n, f.ts, f.pid, f.tid, f.keys, f.cat, f.ph = (
-                fs[0], _unarr(fs[1]), _ids_dec(fs[2]), _ids_dec(fs[3]), _unarr(fs[4]), _ids_dec(fs[5]), _unarr(fs[6]))
-        parts.append(p)
-    return parts
+def _unpack_part(packed: list[Any]) -> _Part:
+    n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs = packed
+    p = _Part()
+    p.n, p.n_m, p.n_x, p.n_be, p.n_sft = n, n_m, n_x, n_be, n_sft
+    p.m_events, p.be_events = _list_decoder.decode(m_ev), _list_decoder.decode(be_ev)
+    x = p.x = _XCols()
+    x.m, x.ts, x.dur, x.kinds = xs[0], _unarr(xs[1]), _unarr(xs[2]), _unarr(xs[3])
+    x.pid, x.tid, x.cat, x.name = _ids_dec(xs[4]), _ids_dec(xs[5]), _ids_dec(xs[6]), _ids_dec(xs[7])
+    blob, starts, ends = xs[8]
+    x.args = ArgsStore(blob, _unarr(starts), _unarr(ends))
+    x.links = None if xs[9] is None else (_unarr(xs[9][0]), _unarr(xs[9][1]))
+    if fs is None:
+        p.flows = None
+    else:
+        f = p.flows = _FCols()
+        f.n, f.ts, f.pid, f.tid, f.keys, f.cat, f.ph = (
+            fs[0], _unarr(fs[1]), _ids_dec(fs[2]), _ids_dec(fs[3]), _unarr(fs[4]), _ids_dec(fs[5]), _unarr(fs[6]))
+    return p
 
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
