@@ -392,6 +392,7 @@ def write_json_export(capture: Capture, path: Path) -> Path:
 def manifest(variant: str) -> dict[str, Any]:
     return {
         "variant": variant,
+        "variants": list(VARIANTS),  # the capture order, as `trntui profile` writes it (runs are listed in it)
         "label": {"naive": "Naive RMSNorm (eager ATen ops)", "fused": "torch.rms_norm (fused kernel)",
                   "compiled": "Naive RMSNorm under torch.compile(backend='neuron')"}[variant],
         "device": "neuron",

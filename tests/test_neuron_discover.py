@@ -169,7 +169,8 @@ def test_neuron_and_plain_traces_side_by_side(tmp_path: Path) -> None:
     plain.parent.mkdir()
     plain.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "cat": "cpu_op", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
     names = [r.name for r in find_runs(tmp_path)]
-    assert names == ["cpu_run", f"rank0 ({INST}_pid_51001)"]
+    # runs placed by a capture manifest first (in capture order), then the others by name (discover.capture_order)
+    assert names == [f"rank0 ({INST}_pid_51001)", "cpu_run"]
 
 
 def test_info_lists_every_rank(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

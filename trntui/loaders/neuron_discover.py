@@ -584,4 +584,6 @@ def find_neuron_runs(path: Path) -> list[Run]:
             continue
         rel = d.relative_to(path)
         runs.append(Run(name=str(rel) if str(rel) != "." else path.name, root=d, framework_traces=sorted(traces), manifest=manifest))
-    return sorted(runs, key=lambda r: r.name)
+    from trntui.loaders.discover import capture_order
+
+    return sorted(runs, key=capture_order)  # the order the capture ran them (manifest), then by name
