@@ -110,3 +110,42 @@ def test_cancelled_cli_load_is_one_line(capsys, corpus_dir, monkeypatch) -> None
     _, err = capsys.readouterr()
     assert rc == 2 and err == "trntui: error: load cancelled\n"
     monkeypatch.setattr(K, "_part_of", real)
+
+
+def test_progress_line_is_erased_before_results_are_printed(capsys, corpus_dir, monkeypatch) -> None:
+    """On a terminal, the table must not start on the progress line: the line is erased first."""
+    import sys
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log: list[str] = []
+
+    class Err(TTY):
+        def write(self, s: str) -> int:
+            log.append(("err", s))
+            return len(s)
+
+    class Out(TTY):
+        def write(self, s: str) -> int:
+            log.append(("out", s))
+            return len(s)
+
+    monkeypatch.setattr(sys, "stderr", Err())
+    monkeypatch.setattr(sys, "stdout", Out())
+    monkeypatch.setattr(progress.StderrProgress, "__init__", _eager_init)
+    rc = main(["summary", "--no-cache", str(corpus_dir / "cuda_ns_resolution_68k.json.gz")])
+    assert rc == 0
+    first_out = next(k for k, (kind, _) in enumerate(log) if kind == "out")
+    drawn = [k for k, (kind, s) in enumerate(log) if kind == "err" and "trntui:" in s]
+    assert drawn and drawn[0] < first_out  # the line was drawn during the load
+    assert log[first_out - 1] == ("err", "\r\x1b[K")  # and erased right before the first output
+
+
+_real_init = progress.StderrProgress.__init__
+
+
+def _eager_init(self, label="", stream=None, *, delay=0.5, force=False):
+    _real_init(self, label, stream, delay=0.0, force=True)
+    self.last_draw = -1.0

@@ -40,6 +40,12 @@ def report(stage: str, done: int = 0, total: int = 0) -> None:
         cb(stage, done, total)
 
 
+def finished() -> None:
+    """Say the load is over before printing results: a terminal's progress line is erased (so output never
+    lands after it on the same line) and the next load waits its own delay before drawing."""
+    report("", 0, 0)
+
+
 @contextmanager
 def reporting(callback: Reporter | None) -> Iterator[None]:
     """Install `callback` as this context's reporter for the duration of the block."""
@@ -87,6 +93,10 @@ class StderrProgress:
         if not self.enabled:
             return
         now = time.monotonic()
+        if not stage:  # `finished()`
+            self.clear()
+            self.began = now
+            return
         if now - self.began < self.delay or now - self.last_draw < 0.1:
             return
         self.last_draw = now

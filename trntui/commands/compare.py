@@ -150,9 +150,13 @@ def load_runs(paths: Sequence[str | Path], *, by_shapes: bool = False, baseline:
     from trntui.analysis.compare import make_run
     from trntui.loaders import load_run
 
+    from trntui.progress import finished
+
     found = discover(paths)
     found = _with_baseline_first(found, baseline)
-    return [make_run(name, load_run(r), group_by_input_shapes=by_shapes, source=str(r.root)) for name, r in found]
+    runs = [make_run(name, load_run(r), group_by_input_shapes=by_shapes, source=str(r.root)) for name, r in found]
+    finished()  # the progress line (on a terminal) is erased before anything is printed
+    return runs
 
 
 def _with_baseline_first(found: list[tuple[str, Any]], baseline: str | None) -> list[tuple[str, Any]]:

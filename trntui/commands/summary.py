@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.analysis.key_averages import key_averages, normalize_sort_key
     from trntui.errors import LoadError, TrntuiError
     from trntui.loaders import find_runs, load_run
+    from trntui.progress import finished
     from trntui.report import json_document, render
 
     try:
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         except LoadError as exc:
             if not many:
                 raise
+            finished()
             failures += 1
             from trntui.textsafe import safe_text
 
@@ -88,12 +90,14 @@ def run(args: argparse.Namespace) -> int:
             except TrntuiError as exc:
                 if not many:
                     raise
+                finished()
                 failures += 1
                 from trntui.textsafe import safe_text
 
                 print(f"trntui: error: {safe_text(run.name)}: {safe_text(exc)}", file=sys.stderr)
                 continue
         table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes, events=subset)
+        finished()  # the progress line (on a terminal) is erased before anything is printed
         run_sort = sort
         if sort.startswith(("self_device", "device")) and not table.has_device:
             run_sort = "self_cpu_time_total" if sort.startswith("self") else "cpu_time_total"

@@ -155,6 +155,8 @@ class TrntuiApp(App[None]):
             """Called by the loader between chunks: stop when cancelled, else post (at most 10 per second)."""
             if worker.is_cancelled:
                 raise Cancelled()
+            if not stage:  # `progress.finished()`: nothing to show
+                return
             now = time.perf_counter()
             if now - last_post[0] >= 0.1:
                 last_post[0] = now
