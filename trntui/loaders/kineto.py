@@ -856,7 +856,8 @@ def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget
     try:
         chunked = _decode_chunked(data, _Stream(path, data, spill, budget))
         if chunked is None:
-            raise over_budget(path, int(size * FULL_LOAD_FACTOR), budget, "this file is not plain valid JSON: reading what can be read")
+            why = "repairing this damaged file (not plain valid JSON, so it cannot be streamed)"
+            raise over_budget(path, int(size * FULL_LOAD_FACTOR), budget, why)
         parts, top_meta = chunked
         del chunked
         _add_parts(parts, top_meta, builder, path=path, instance=instance, spill=spill)
