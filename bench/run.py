@@ -1,14 +1,32 @@
 """trntui benchmark suite: one command, a markdown table of times, ratios and peak RSS.
 
-    python bench/run.py            # CPU trace (~165k events) + 2M-event trace; writes bench/RESULTS.md
+    python bench/run.py            # CPU trace (~165k events) + 2M-event trace + 2M-event Neuron profile; writes bench/RESULTS.md
     python bench/run.py --quick    # the CPU trace only, one repeat
     python bench/run.py --big      # also the 5M-event (~1 GB) trace
     python bench/run.py --no-write # print, leave bench/RESULTS.md alone
+    python bench/run.py --hta      # also HTA's TraceAnalysis load of the CPU trace (optional baseline, own venv)
+    python bench/run.py --hta --hta-2m  # ... and of the 2M-event trace too (several GB of RAM, minutes)
+    python bench/run.py --only neuron   # just the Neuron section (prints; never writes RESULTS.md)
+    python bench/run.py --only hta      # just the CPU trace's baselines + the HTA row (prints only)
 
 Inputs are generated under bench/_data/ (git-ignored) by bench/make_inputs.py when missing. Every big case runs
 in a fresh subprocess so its peak RSS (`wait4` rusage of that child) is its own; interactive operations
 (frame render, sort, filter, chain lookup) are timed in one process on a loaded profile. The parsed-profile
-cache used here lives in bench/_data/cache (never the user's). HTA is not installed, so it is not compared.
+cache used here lives in bench/_data/cache (never the user's).
+
+Neuron section (default and --big runs, not --quick): `bench/_data/neuron_2m/`, a synthetic Neuron profile dir of
+~2M events (framework trace.json + Explorer Parquet `SystemProfileEvents_<k>.parquet`, see make_inputs.py).
+Its floor is `pyarrow.parquet.read_table` of every Parquet file + the msgspec typed decode of trace.json, in a
+worker process; the cases are trntui open in-process, `trntui summary --no-cache`, and the cached summary when
+trntui's cache covers the run (today it covers pure-Kineto runs only, so the row says so instead).
+
+HTA (HolisticTraceAnalysis) is an opt-in extra baseline (`--hta`), never a dependency of trntui: it runs in its
+own venv, bench/_data/hta-venv (override with HTA_PYTHON=/path/to/python), created on first use with
+`python3 -m venv` + `pip install HolisticTraceAnalysis==0.5.0` (0.5.0 needs no torch; its requirements are
+jupyterlab, numpy, networkx, pandas, plotly, pydot, pytest). The worker symlinks the trace as `rank-0.json` in a
+temporary dir under bench/_data (HTA reads every *.json / *.json.gz of `trace_dir`; the rank comes from
+`distributedInfo`, default 0) and times `TraceAnalysis(trace_dir=...)` in a fresh process (wall, peak RSS). When
+HTA cannot be installed or cannot parse the trace, the row says why instead of failing the bench.
 """
 
 from __future__ import annotations
@@ -30,6 +48,8 @@ sys.path.insert(0, str(ROOT))
 import make_inputs  # noqa: E402
 
 CACHE_DIR = make_inputs.DATA / "cache"
+HTA_VENV = make_inputs.DATA / "hta-venv"
+HTA_VERSION = "0.5.0"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -50,6 +70,39 @@ def _worker(case: str, path: str) -> dict:
         data, _ = read_bytes(Path(path))
         ev = _trace_decoder.decode(data).traceEvents
         out["events"] = len(ev)
+    elif case == "parquet_floor":  # a Neuron profile dir: every Parquet table + the framework trace.json
+        import pyarrow.parquet as pq
+
+        from trntui.loaders.jsonutil import read_bytes
+        from trntui.loaders.kineto import _trace_decoder
+
+        rows = kineto = 0
+        for f in sorted(Path(path).rglob("*.parquet")):
+            t0 = pq.read_table(f)
+            if f.name.startswith("SystemProfileEvents"):
+                rows += t0.num_rows
+        for f in sorted(Path(path).rglob("trace.json")):
+            data, _ = read_bytes(f)
+            kineto += len(_trace_decoder.decode(data).traceEvents)
+        out.update(events=rows + kineto, system_rows=rows, trace_events=kineto)
+    elif case == "hta_load":  # runs under the HTA venv's python: stdlib + hta only
+        import shutil
+        import tempfile
+
+        tmp = tempfile.mkdtemp(prefix="hta-", dir=str(Path(__file__).resolve().parent / "_data"))
+        try:
+            os.symlink(os.path.abspath(path), os.path.join(tmp, "rank-0.json"))
+            t0 = time.perf_counter()
+            from hta.trace_analysis import TraceAnalysis
+
+            imp = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            ta = TraceAnalysis(trace_dir=tmp)
+            load = time.perf_counter() - t0
+            df = ta.t.get_trace(0)
+            out.update(events=len(df), phases={"import hta": imp, "TraceAnalysis load": load})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     elif case == "trntui_open":
         import gc
 
@@ -78,14 +131,14 @@ def _worker(case: str, path: str) -> dict:
     return out
 
 
-def run_worker(case: str, path: Path, env: dict | None = None) -> dict:
+def run_worker(case: str, path: Path, env: dict | None = None, python: str | None = None) -> dict:
     """Run a worker (or a CLI command) in a fresh process; wall time and that child's peak RSS."""
     if case.startswith("summary"):
         cmd = [sys.executable, "-m", "trntui.cli", "summary", str(path), "--limit", "20"]
         if case in ("summary_cold", "summary_streamed"):
             cmd.append("--no-cache")
     else:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", case, str(path)]
+        cmd = [python or sys.executable, str(Path(__file__).resolve()), "--worker", case, str(path)]
     if case == "summary_first":  # a cache miss that writes the entry: what a first `trntui summary` costs
         import shutil
 
@@ -282,6 +335,60 @@ def _widget_frame(profile, rep: int) -> dict | None:
 
 
 # ----------------------------------------------------------------------------------------------------
+# HTA (optional baseline, its own venv)
+# ----------------------------------------------------------------------------------------------------
+def hta_python() -> tuple[str | None, str]:
+    """The python of a venv where `import hta` works (created on first use), or (None, why not)."""
+    py = os.environ.get("HTA_PYTHON") or str(HTA_VENV / "bin" / "python")
+    probe = [py, "-c", "import hta.trace_analysis, importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"]
+
+    def works() -> str | None:
+        try:
+            r = subprocess.run(probe, capture_output=True, text=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    v = works()
+    if v:
+        return py, v
+    if os.environ.get("HTA_PYTHON"):
+        return None, f"HTA_PYTHON={py} cannot import hta"
+    print(f"   creating {HTA_VENV} (HolisticTraceAnalysis=={HTA_VERSION}; no torch needed) ...", file=sys.stderr, flush=True)
+    try:
+        subprocess.run(["python3", "-m", "venv", str(HTA_VENV)], check=True, capture_output=True, timeout=300)
+        r = subprocess.run([str(HTA_VENV / "bin" / "pip"), "install", "-q", f"HolisticTraceAnalysis=={HTA_VERSION}"],
+                           capture_output=True, text=True, timeout=1200, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"could not create the HTA venv ({type(exc).__name__}: {exc})"
+    if r.returncode != 0:
+        return None, "pip install HolisticTraceAnalysis failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    v = works()
+    return (py, v) if v else (None, "HTA installed but `import hta.trace_analysis` fails")
+
+
+def hta_case(path: Path, res: dict, notes: list[str], label: str) -> None:
+    """Add res["hta_load"] (a measurement, or {"error": why}); never raises."""
+    py, version = hta_python()
+    if py is None:
+        res["hta_load"] = {"error": version}
+        return
+    print(f"   hta_load (HTA {version}) ...", file=sys.stderr, flush=True)
+    try:
+        r = run_worker("hta_load", path, python=py)
+    except Exception as exc:  # noqa: BLE001 - an optional baseline never fails the bench
+        msg = str(exc).strip().splitlines()
+        res["hta_load"] = {"error": f"HTA {version} could not load it: " + (msg[-1] if msg else type(exc).__name__)}
+        return
+    r["version"] = version
+    res["hta_load"] = r
+    print(f"   hta_load: {r['wall']:.2f} s wall, {r['maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
+    ph = r.get("phases", {})
+    notes.append(f"{label}: HTA {version} (own venv, {HTA_VENV.relative_to(ROOT)}): "
+                 + ", ".join(f"{k} {fmt_s(v)}" for k, v in ph.items()) + f"; {r.get('events', 0):,} rows in its DataFrame")
+
+
+# ----------------------------------------------------------------------------------------------------
 # report
 # ----------------------------------------------------------------------------------------------------
 def machine() -> str:
@@ -318,13 +425,17 @@ def fmt_s(x: float) -> str:
     return f"{x * 1e6:.0f} µs"
 
 
-def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: list[str], targets: dict) -> dict:
+ALL_CASES = ("json_load", "msgspec_typed", "trntui_open", "summary_cold", "summary_first", "summary_cached",
+             "summary_streamed")
+
+
+def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: list[str], targets: dict,
+               hta: bool = False, cases: tuple[str, ...] = ALL_CASES) -> dict:
     size_mb = path.stat().st_size / 1e6
     print(f"== {label}: {path.name} ({size_mb:.0f} MB)", file=sys.stderr, flush=True)
     res: dict = {}
     reps = 1 if quick else 3 if size_mb < 200 else 1  # small inputs: best of 3 per case (as timeit does), for the ratios
-    for case in ("json_load", "msgspec_typed", "trntui_open", "summary_cold", "summary_first", "summary_cached",
-                 "summary_streamed"):
+    for case in cases:
         if case == "json_load" and size_mb > 600:
             continue  # stdlib json on 1 GB: minutes and ~10 GB; not informative
         env = None
@@ -339,6 +450,8 @@ def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: lis
         r = min((run_worker(case, path, env) for _ in range(reps)), key=lambda x: x["wall"])
         res[case] = r
         print(f"   {case}: {r['wall']:.2f} s wall, {r['maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
+    if hta:
+        hta_case(path, res, notes, label)
     base_json = res.get("json_load", {}).get("wall")
     base_ms = res["msgspec_typed"]["wall"]
     events = res["msgspec_typed"].get("events", 0)
@@ -355,9 +468,13 @@ def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: lis
         ("summary_cached", "`trntui summary`, cached (whole process)"),
         ("summary_streamed", f"`trntui summary --no-cache`, streamed under a {res.get('streamed_budget_mb', 0):,.0f} MiB "
                              "budget (whole process)"),
+        ("hta_load", "HTA `TraceAnalysis(trace_dir=...)` load (optional baseline, own venv, whole process)"),
     ):
         r = res.get(case)
         if r is None:
+            continue
+        if "error" in r:
+            lines.append(f"| {title}: not measured ({r['error']}) | n/a | n/a | n/a | n/a | n/a | n/a | n/a | |")
             continue
         wall = r["wall"]
         xj = f"{wall / base_json:.2f}×" if base_json else "n/a"
@@ -368,9 +485,58 @@ def bench_file(path: Path, label: str, quick: bool, lines: list[str], notes: lis
             f"| {title} | {fmt_s(wall)} | {fmt_s(r['cpu'])} | {xj} | {xm} | {xmc} | {rss:,.0f} MB | {rss / size_mb:.2f}× | "
             f"{targets.get(case, '')} |"
         )
+    ph = res.get("trntui_open", {}).get("phases", {})
+    if ph:
+        notes.append(f"{label}: trntui open phases: " + ", ".join(f"{k} {fmt_s(v)}" for k, v in ph.items()))
+    return res
+
+
+def bench_neuron(path: Path, label: str, lines: list[str], notes: list[str]) -> dict:
+    """The Neuron profile dir: pyarrow + msgspec floor, trntui open in-process, summary (no cache / cached)."""
+    size_mb = make_inputs.dir_size(path) / 1e6
+    pq_mb = sum(f.stat().st_size for f in path.rglob("*.parquet")) / 1e6
+    print(f"== {label}: {path.name}/ ({size_mb:.0f} MB)", file=sys.stderr, flush=True)
+    res: dict = {}
+    os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
+    from trntui import cache
+    from trntui.loaders import find_runs
+
+    (run,) = find_runs(path)
+    cases = ["parquet_floor", "trntui_open", "summary_cold"]
+    if cache.cacheable(run):
+        cases += ["summary_first", "summary_cached"]
+    for case in cases:
+        r = run_worker(case, path)  # one repeat: each trntui case takes tens of seconds on 2 cores
+        res[case] = r
+        print(f"   {case}: {r['wall']:.2f} s wall, {r['maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
+    base = res["parquet_floor"]
+    lines.append(f"\n### {label}: `{path.name}/`, {size_mb:.0f} MB ({pq_mb:.0f} MB Parquet + "
+                 f"{size_mb - pq_mb:.0f} MB trace.json), {base.get('events', 0):,} events "
+                 f"({base.get('system_rows', 0):,} system-trace rows + {base.get('trace_events', 0):,} trace.json events)\n")
+    lines.append("| case | wall | CPU | × floor (wall) | × floor (CPU) | peak RSS | RSS / input size | target |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for case, title in (
+        ("parquet_floor", "`pyarrow.parquet.read_table` of every table + msgspec typed decode of trace.json, the floor"),
+        ("trntui_open", "trntui open: load + links + key_averages (in-process)"),
+        ("summary_cold", "`trntui summary --no-cache` (whole process)"),
+        ("summary_first", "`trntui summary`, first run: parse + write cache (whole process)"),
+        ("summary_cached", "`trntui summary`, cached (whole process)"),
+    ):
+        r = res.get(case)
+        if r is None:
+            continue
+        rss = r["maxrss_mb"]
+        lines.append(f"| {title} | {fmt_s(r['wall'])} | {fmt_s(r['cpu'])} | {r['wall'] / base['wall']:.2f}× | "
+                     f"{r['cpu'] / base['cpu']:.2f}× | {rss:,.0f} MB | {rss / size_mb:.2f}× | |")
+    if "summary_cached" not in res:
+        lines.append("| `trntui summary`, cached: not measured (trntui's parsed-profile cache covers pure-Kineto runs "
+                     "only, `trntui.cache.cacheable`; a Neuron run is parsed every time) | n/a | n/a | n/a | n/a | n/a | n/a | |")
     ph = res["trntui_open"].get("phases", {})
     if ph:
         notes.append(f"{label}: trntui open phases: " + ", ".join(f"{k} {fmt_s(v)}" for k, v in ph.items()))
+    notes.append(f"{label}: SYNTHETIC (bench/make_inputs.py make_neuron): the 'naive' step of "
+                 "scripts/make_neuron_samples.py replicated with fresh ids; it measures trntui's reading of the "
+                 "documented schema at scale, not a real capture")
     return res
 
 
@@ -379,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="CPU trace only, fewer repeats")
     ap.add_argument("--big", action="store_true", help="also the 5M-event (~1 GB) trace")
     ap.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
+    ap.add_argument("--hta", action="store_true", help="also time HTA's TraceAnalysis load of the CPU trace (own venv)")
+    ap.add_argument("--hta-2m", action="store_true", help="with --hta: also HTA on the 2M-event trace (GBs, minutes)")
+    ap.add_argument("--only", choices=("neuron", "hta"), help="run just that section and print it (no RESULTS.md)")
     ap.add_argument("--worker", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -387,14 +556,26 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     mach = machine()
+    if args.only:
+        args.no_write = True
+        args.hta = args.hta or args.only == "hta"
     cpu_trace = make_inputs.ensure("cpu")
     files = [(cpu_trace, "CPU trace (4-layer TransformerEncoder, 400 steps, record_shapes)")]
     if not args.quick:
         files.append((make_inputs.ensure("2m"), "2M events (HTA ns trace replicated)"))
     if args.big:
         files.append((make_inputs.ensure("5m"), "5M events (HTA ns trace replicated)"))
+    neuron = None
+    if args.only == "neuron" or (not args.quick and not args.only):
+        neuron = make_inputs.ensure("neuron")
+    if args.only == "neuron":
+        files = []
+    elif args.only == "hta":
+        files = files[:2] if args.hta_2m else files[:1]
     lines = [f"# trntui benchmarks\n\n{started}; machine: {mach}.\n", "Command: `python bench/run.py"
-             + (" --quick" if args.quick else "") + (" --big" if args.big else "") + "`.\n"]
+             + (" --quick" if args.quick else "") + (" --big" if args.big else "")
+             + (f" --only {args.only}" if args.only else "") + (" --hta" if args.hta and args.only != "hta" else "")
+             + (" --hta-2m" if args.hta_2m else "") + "`.\n"]
     notes: list[str] = []
     inter: dict = {}
     for path, label in files:
@@ -403,11 +584,18 @@ def main(argv: list[str] | None = None) -> int:
             "summary_cold": "≤ 6 s, RSS ≤ 3× JSON" if big else "< 1.5 s; ≤ 1.5× msgspec typed",
             "summary_cached": "≤ 1.0 s" if big else "",
         }
-        bench_file(path, label, args.quick, lines, notes, targets)
+        hta = args.hta and (path == cpu_trace or (args.hta_2m and path.name == make_inputs.CUDA_2M.name))
+        if args.only == "hta":
+            bench_file(path, label, args.quick, lines, notes, targets, hta=True, cases=("json_load", "msgspec_typed"))
+            continue
+        bench_file(path, label, args.quick, lines, notes, targets, hta=hta)
         if path != cpu_trace:
             print(f"   interactive on {path.name} ...", file=sys.stderr, flush=True)
             inter[path.name] = interactive(path, args.quick)
-    if args.quick:
+    if neuron is not None:
+        bench_neuron(neuron, "Neuron profile, ~2M events (synthetic sample step replicated; Parquet export + trace.json)",
+                     lines, notes)
+    if args.quick and not args.only:
         inter[cpu_trace.name] = interactive(cpu_trace, args.quick)
     for name, res in inter.items():
         lines.append(f"\n### Interactive operations on `{name}` ({res['events']:,} events; best of repeats)\n")
