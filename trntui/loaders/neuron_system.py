@@ -319,31 +319,36 @@ def add_system_rows(
     is_fw = np.array([s == "framework" for s in rows.source], bool)
     if is_fw.any() and builder.count:
         ex = builder.existing()
-        by_name: dict[int, np.ndarray] = {}
+        ex_name, ex_start, ex_dur = ex["name"], ex["start"], ex["end"] - ex["start"]
+        fw = np.nonzero(is_fw)[0]
+        name_ids: dict[str, int] = {}
+        fw_nid = np.fromiter((name_ids.setdefault(rows.name[k], builder.name_id(rows.name[k])) for k in fw.tolist()),
+                             np.int64, count=len(fw))
+        # trace.json rows of each name sorted by start, found with one sort (not one scan per row)
+        by = np.lexsort((ex_start, ex_name))
+        names_sorted = ex_name[by]
+        fw_starts = rows.start[fw].astype(np.int64)
+        fw_durs = (rows.end[fw] - rows.start[fw]).astype(np.int64)
+        lo_name = np.searchsorted(names_sorted, fw_nid, "left")
+        hi_name = np.searchsorted(names_sorted, fw_nid, "right")
+        starts_sorted = ex_start[by]
         used: set[int] = set()
-        for k in np.nonzero(is_fw)[0].tolist():
-            nid = builder.name_id(rows.name[k])
-            if nid == NO_ID:
+        tol = DUP_TOLERANCE_NS
+        for q, k in enumerate(fw.tolist()):
+            ln, hn = int(lo_name[q]), int(hi_name[q])
+            if fw_nid[q] == NO_ID or ln == hn:
                 continue
-            cand = by_name.get(nid)
-            if cand is None:
-                cand = np.nonzero(ex["name"] == nid)[0]
-                cand = cand[np.argsort(ex["start"][cand], kind="stable")]
-                by_name[nid] = cand
-            if not len(cand):
-                continue
-            s = int(rows.start[k])
-            d = int(rows.end[k] - rows.start[k])
-            starts = ex["start"][cand]
-            a = int(np.searchsorted(starts, s - DUP_TOLERANCE_NS, "left"))
-            b = int(np.searchsorted(starts, s + DUP_TOLERANCE_NS, "right"))
+            s = int(fw_starts[q])
+            d = int(fw_durs[q])
+            a = ln + int(np.searchsorted(starts_sorted[ln:hn], s - tol, "left"))
+            b = ln + int(np.searchsorted(starts_sorted[ln:hn], s + tol, "right"))
             best, best_err = NO_ID, None
             for j in range(a, b):
-                c = int(cand[j])
+                c = int(by[j])
                 if c in used:
                     continue
-                err = abs(int(ex["start"][c]) - s) + abs(int(ex["end"][c] - ex["start"][c]) - d)
-                if err <= 2 * DUP_TOLERANCE_NS and (best_err is None or err < best_err):
+                err = abs(int(ex_start[c]) - s) + abs(int(ex_dur[c]) - d)
+                if err <= 2 * tol and (best_err is None or err < best_err):
                     best, best_err = c, err
             if best != NO_ID:
                 used.add(best)
