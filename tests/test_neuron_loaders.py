@@ -83,9 +83,9 @@ def test_json_shapes_profiler2_and_live_fetch(tmp_path: Path) -> None:
         {"mem_usage": {"timestamp": big, "used": 1}},
     ]))
     rows, _ = read_json_rows(p2)
-    assert rows.name == ["nrt_tensor_write", "PjitFunction(matmul)"]
+    assert rows.name.tolist() == ["nrt_tensor_write", "PjitFunction(matmul)"]
     assert int(rows.start[0]) == big and int(rows.end[0]) == big + 27094
-    assert rows.source == ["neuron_rt", "framework"] and int(rows.nc[0]) == 0 and int(rows.pid[0]) == 1627711
+    assert rows.source.tolist() == ["neuron_rt", "framework"] and int(rows.nc[0]) == 0 and int(rows.pid[0]) == 1627711
     live = tmp_path / "live.json"
     live.write_text(json.dumps({"events": [
         {"event_type": "nc_exec_running", "phase": "start", "tracking_id": 17, "nc_idx": 0, "timestamp_ns": big,
@@ -94,7 +94,7 @@ def test_json_shapes_profiler2_and_live_fetch(tmp_path: Path) -> None:
         {"event_type": "nrt_execute", "phase": "start", "tracking_id": 18, "nc_idx": 0, "timestamp_ns": big},
     ]}))
     rows, _ = read_json_rows(live)
-    assert rows.name == ["nc_exec_running"] and rows.source == ["neuron_hw"]
+    assert rows.name.tolist() == ["nc_exec_running"] and rows.source.tolist() == ["neuron_hw"]
     assert int(rows.end[0] - rows.start[0]) == 200000 and int(rows.pcore[0]) == 4
     b = ProfileBuilder()
     load_json_export(live, b)

@@ -22,6 +22,7 @@ import json
 import numpy as np
 
 from trntui.loaders.neuron_system import (
+    Strs,
     SystemRows,
     add_system_rows,
     concat_rows,
@@ -29,6 +30,7 @@ from trntui.loaders.neuron_system import (
     parse_flow_ids,
     to_int,
 )
+from trntui.model.args import ArgsStore
 from trntui.model.profile import NO_ID
 from trntui.model.builder import ProfileBuilder
 
@@ -143,23 +145,163 @@ def _ints(col: Any, n: int) -> np.ndarray:
     return np.fromiter((to_int(v) for v in col.to_pylist()), np.int64, count=n)
 
 
-def _strings(col: Any, n: int) -> list[Any]:
-    if col is None:
-        return [None] * n
+def _strs(col: Any, n: int) -> Strs:
+    """A string column as `Strs` (dictionary encoded in Arrow); other types go through `str()` per row."""
     pa, _ = _pyarrow()
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return [None if v is None else str(v) for v in col.to_pylist()]
-    return col.to_pylist()
+    import pyarrow.compute as pc
+
+    if col is None:
+        return Strs(np.zeros(n, np.int64), [None])
+    if hasattr(col, "combine_chunks"):
+        col = col.combine_chunks()
+    t = col.type
+    if pa.types.is_dictionary(t) and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+        col = col.cast(t.value_type)
+        t = col.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return Strs.from_list([None if v is None else str(v) for v in col.to_pylist()])
+    d = pc.dictionary_encode(col)
+    values = d.dictionary.to_pylist()
+    codes = np.asarray(d.indices.fill_null(len(values)).to_numpy(zero_copy_only=False), np.int64)
+    return Strs(codes, values + [None])
+
+
+PY_ONLY_SPACE = "\\x{1c}-\\x{1f}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+"""Characters Python's `str.strip()` removes besides ASCII whitespace (checked so Arrow's trim stays exact)."""
+ASCII_SPACE = " \t\n\v\f\r"
+
+
+def _sources(name: Strs, src: Strs, group: Strs) -> Strs:
+    """`infer_source` per row, evaluated once per distinct (source) or (group, name) for rows without one."""
+    out: dict[str, int] = {}
+    table = np.array([out.setdefault(infer_source("", v), len(out)) if v else -1 for v in src.values], np.int64)
+    codes = table[src.codes]
+    falsy = np.nonzero(codes < 0)[0]
+    if len(falsy):
+        pairs = np.stack([group.codes[falsy], name.codes[falsy]], axis=1)
+        u, inv = np.unique(pairs, axis=0, return_inverse=True)
+        first = np.zeros(len(u), np.int64)
+        first[inv.reshape(-1)[::-1]] = falsy[::-1]
+        got = np.array(
+            [out.setdefault(infer_source(name[k] or "", src[k], group[k]), len(out)) for k in first.tolist()], np.int64
+        )
+        codes[falsy] = got[inv.reshape(-1)]
+    return Strs(codes, list(out))
+
+
+def _id_part(ids: Any, n: int) -> Any:
+    """`"id":"<id>"` per row (null where no id): ints as digits, other ids as JSON strings."""
+    pa, _ = _pyarrow()
+    import pyarrow.compute as pc
+
+    if ids is None:
+        return pa.nulls(n, pa.string())
+    if hasattr(ids, "combine_chunks"):
+        ids = ids.combine_chunks()
+    t = ids.type
+    text = None
+    if pa.types.is_integer(t):
+        text = pc.cast(ids, pa.string())
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        plain = pc.match_substring_regex(ids, r"^[ !#-\[\]-~]*$")  # printable ASCII without " and \: dumps as is
+        if pc.all(pc.or_kleene(plain, pc.is_null(ids))).as_py() is not False:
+            text = pc.cast(ids, pa.string())
+    if text is None:
+        vals = []
+        for i in ids.to_pylist():
+            if i is None:
+                vals.append(None)
+            else:
+                vals.append(f'"id":"{i}"' if isinstance(i, int) else f'"id":{json.dumps(str(i))}')
+        return pa.array(vals, pa.string())
+    return pc.binary_join_element_wise('"id":"', text, '"', "")
+
+
+def _extra_part(extra: Any, n: int) -> Any:
+    """The body of each row's extra-attributes JSON object (`{...}` without the braces), null when empty."""
+    pa, _ = _pyarrow()
+    import pyarrow.compute as pc
+
+    if extra is None:
+        return pa.nulls(n, pa.string())
+    t = extra.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        col = extra.combine_chunks() if hasattr(extra, "combine_chunks") else extra
+        col = col.cast(pa.string()) if pa.types.is_large_string(t) else col
+        tr = pc.utf8_trim(col, ASCII_SPACE)
+        edge = pc.match_substring_regex(tr, f"^[{PY_ONLY_SPACE}]|[{PY_ONLY_SPACE}]$")
+        if not pc.any(edge).as_py():
+            braced = pc.and_(pc.and_(pc.starts_with(tr, "{"), pc.ends_with(tr, "}")), pc.greater(pc.utf8_length(tr), 2))
+            body = pc.utf8_trim(pc.utf8_slice_codeunits(tr, 1, -1), ASCII_SPACE)
+            edge = pc.match_substring_regex(body, f"^[{PY_ONLY_SPACE}]|[{PY_ONLY_SPACE}]$")
+            if not pc.any(pc.and_(braced, edge)).as_py():
+                keep = pc.and_(braced, pc.greater(pc.binary_length(body), 0))
+                return pc.if_else(keep.fill_null(False), body, pa.scalar(None, pa.string()))
+        texts = col.to_pylist()
+    else:
+        texts = [json.dumps(v) if isinstance(v, dict) else None for v in extra.to_pylist()]
+    out = []
+    for x in texts:
+        body = None
+        if x:
+            x = x.strip()
+            if x.startswith("{") and x.endswith("}") and len(x) > 2:
+                body = x[1:-1].strip() or None
+        out.append(body)
+    return pa.array(out, pa.string())
+
+
+def _flow_part(frow: np.ndarray, fkey: np.ndarray, n: int) -> Any:
+    """`"flow_id":["1","2"]` per row (null where none), the row's flow values in order."""
+    pa, _ = _pyarrow()
+    import pyarrow.compute as pc
+
+    if not len(frow):
+        return pa.nulls(n, pa.string())
+    if len(frow) > 1 and not bool(np.all(frow[1:] >= frow[:-1])):
+        o = np.argsort(frow, kind="stable")
+        frow, fkey = frow[o], fkey[o]
+    offsets = np.searchsorted(frow, np.arange(n + 1), "left")
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), pc.cast(pa.array(fkey, pa.int64()), pa.string()))
+    joined = pc.binary_join(lists, '","')
+    has = pa.array(np.diff(offsets) > 0)
+    return pc.if_else(has, pc.binary_join_element_wise('"flow_id":["', joined, '"]', ""), pa.scalar(None, pa.string()))
+
+
+def _args_store(parts: list[Any], n: int) -> ArgsStore:
+    """`{part,part,...}` per row from the non-null parts (no args where all are null), as one bytes blob."""
+    pa, _ = _pyarrow()
+    import pyarrow.compute as pc
+
+    parts = [p for p in parts if p.null_count < n]  # (all-null arrays also trip binary_join_element_wise)
+    if not parts:
+        z = np.zeros(n, np.int64)
+        return ArgsStore(b"", z, z.copy())
+    joined = pc.binary_join_element_wise(*parts, ",", null_handling="skip")
+    anyp = pc.is_valid(parts[0])
+    for part in parts[1:]:
+        anyp = pc.or_(anyp, pc.is_valid(part))
+    text = pc.if_else(anyp, pc.binary_join_element_wise("{", joined, "}", ""), pa.scalar(None, pa.string()))
+    text = pc.cast(text.fill_null(""), pa.large_string())
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    _validity, offs_buf, data_buf = text.buffers()
+    offs = np.frombuffer(offs_buf, np.int64)[text.offset : text.offset + n + 1]
+    base = int(offs[0]) if n else 0
+    blob = data_buf.to_pybytes()[base : int(offs[-1])] if data_buf is not None and n else b""
+    offs = offs - base
+    return ArgsStore(blob, offs[:-1].copy(), offs[1:].copy())
 
 
 def rows_from_arrow(table: Any) -> SystemRows:
-    """`SystemProfileEvents` (one Parquet part) → `SystemRows`, column by column."""
+    """`SystemProfileEvents` (one Parquet part) → `SystemRows`, column by column (Arrow compute and numpy;
+    Python only for unusual column types and ids)."""
     import pyarrow.compute as pc
 
     pa, _ = _pyarrow()
     n = table.num_rows
     notes: list[str] = []
-    name = _strings(_column(table, "name"), n)
+    name_raw = _strs(_column(table, "name"), n)
     start = _ints(_column(table, "start_ts", "timestamp", "timestamp_ns"), n)
     end = _ints(_column(table, "end_ts"), n)
     dur = _ints(_column(table, "duration_ns", "duration"), n)
@@ -169,52 +311,31 @@ def rows_from_arrow(table: Any) -> SystemRows:
     nc = _ints(_column(table, "nc_idx", "lnc_idx"), n)
     pcore = _ints(_column(table, "pcore_idx", "device_core_idx"), n)
     seq = _ints(_column(table, *SEQ_KEYS), n)
-    stream = _strings(_column(table, "framework_stream_id"), n)
-    instance = [x or "" for x in _strings(_column(table, "instance_id"), n)]
-    src_col = _column(table, "trace_event_source")
-    group_col = _column(table, "group")
-    if src_col is not None and src_col.null_count == 0 and group_col is None:
-        d = src_col.combine_chunks().dictionary_encode() if hasattr(src_col, "combine_chunks") else src_col.dictionary_encode()
-        mapped = [infer_source("", v) for v in d.dictionary.to_pylist()]
-        source = [mapped[c] for c in d.indices.to_numpy(zero_copy_only=False).tolist()]
-    else:
-        raw_source = _strings(src_col, n)
-        group = _strings(group_col, n)
-        cache: dict[tuple, str] = {}
-        source = []
-        for nm, sv, gv in zip(name, raw_source, group):
-            key = (sv, gv, nm if sv is None else None)
-            v = cache.get(key)
-            if v is None:
-                v = cache[key] = infer_source(nm or "", sv, gv)
-            source.append(v)
+    stream = _strs(_column(table, "framework_stream_id"), n).mapped(lambda x: None if x in (None, "") else x)
+    instance = _strs(_column(table, "instance_id"), n).mapped(lambda x: x or "")
+    source = _sources(name_raw, _strs(_column(table, "trace_event_source"), n), _strs(_column(table, "group"), n))
 
     # extra attributes: the few keys needed for lanes/links are pulled out with Arrow regexes; the rest stay
     # raw JSON text, parsed only when someone looks at the event
     extra_col = _column(table, "extra_attributes_json")
-    extra: list[Any] = [None] * n
     if extra_col is not None and (pa.types.is_string(extra_col.type) or pa.types.is_large_string(extra_col.type)):
-        extra = extra_col.to_pylist()
 
-        def pull(key: str) -> np.ndarray:
-            got = pc.extract_regex(extra_col, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
-            return _ints(pc.struct_field(got, [0]), n)
+        def pull(key: str, rows_: np.ndarray) -> np.ndarray:
+            sub = extra_col if len(rows_) == n else extra_col.take(pa.array(rows_))
+            got = pc.extract_regex(sub, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
+            return _ints(pc.struct_field(got, [0]), len(rows_))
 
         for target, keys in ((seq, SEQ_KEYS), (pcore, ("device_core_idx",)), (nc, ("nc_idx", "lnc_idx"))):
             for key in keys:
-                missing = target == NO_ID
-                if not missing.any():
+                missing = np.nonzero(target == NO_ID)[0]
+                if not len(missing):
                     break
-                vals = pull(key)
-                target[missing] = vals[missing]
-    elif extra_col is not None:
-        extra = [json.dumps(v) if isinstance(v, dict) else None for v in extra_col.to_pylist()]
+                target[missing] = pull(key, missing)
 
     # flow ids: list<string|int> exploded in Arrow; strings (JSON or "1,2") parsed per row
     flow_col = _column(table, "flow_id")
     frow = np.empty(0, np.int64)
     fkey = np.empty(0, np.int64)
-    flow_text: dict[int, list[str]] = {}
     if flow_col is not None:
         t = flow_col.type
         if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -232,32 +353,14 @@ def rows_from_arrow(table: Any) -> SystemRows:
                     fr.append(k)
                     fk.append(f)
             frow, fkey = np.asarray(fr, np.int64), np.asarray(fk, np.int64)
-        for k, f in zip(frow.tolist(), fkey.tolist()):
-            flow_text.setdefault(k, []).append(str(f))
 
     # args: JSON text per row (parsed on demand by Profile.args): id, flow ids, the extra attributes
-    ids = _column(table, "id")
-    id_list = ids.to_pylist() if ids is not None else [None] * n
-    flow_json = {k: '"flow_id":["' + '","'.join(v) + '"]' for k, v in flow_text.items()}
-    args: list[Any] = []
-    for k, (i, x) in enumerate(zip(id_list, extra)):
-        parts = []
-        if i is not None:
-            parts.append(f'"id":"{i}"' if isinstance(i, int) else f'"id":{json.dumps(str(i))}')
-        f = flow_json.get(k)
-        if f is not None:
-            parts.append(f)
-        if x:
-            x = x.strip()
-            if x.startswith("{") and x.endswith("}") and len(x) > 2:
-                body = x[1:-1].strip()
-                if body:
-                    parts.append(body)
-        args.append("{" + ",".join(parts) + "}" if parts else None)
+    args = _args_store([_id_part(_column(table, "id"), n), _flow_part(frow, fkey, n), _extra_part(extra_col, n)], n)
 
-    missing = np.array([not x for x in name], bool) | (start == NO_ID)
+    bad_name = np.array([not v for v in name_raw.values], bool)
+    missing = bad_name[name_raw.codes] | (start == NO_ID)
     rows = SystemRows(
-        name=[x or "" for x in name],
+        name=name_raw.mapped(lambda x: x or ""),
         start=start,
         end=np.maximum(end, start),
         source=source,
@@ -266,7 +369,7 @@ def rows_from_arrow(table: Any) -> SystemRows:
         tid=tid,
         nc=nc,
         pcore=pcore,
-        stream=[None if x in (None, "") else x for x in stream],
+        stream=stream,
         seq=seq,
         flow_row=frow,
         flow_key=fkey,

@@ -18,12 +18,14 @@ timestamp is optional, ids may be strings, unknown event names are kept.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from trntui.model import categories as C
+from trntui.model.args import ArgsStore, Blobs
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import NO_ID, Flows, Tier
 
@@ -54,55 +56,124 @@ duration agree within this (Kineto keeps µs with 3 decimals; Explorer re-reads 
 DEVICE_TIME_SOURCE = "Neuron system trace (nc_exec_running, merged per logical execution)"
 
 
+class Strs:
+    """A column of strings (or None) as codes into `values` (dictionary encoded): per-row work is numpy work."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: np.ndarray, values: list[Any]) -> None:
+        self.codes = np.asarray(codes, np.int64)
+        self.values = list(values)
+
+    @classmethod
+    def from_list(cls, items: list[Any]) -> "Strs":
+        ids: dict[Any, int] = {}
+        codes = np.fromiter((ids.setdefault(x, len(ids)) for x in items), np.int64, count=len(items))
+        return cls(codes, list(ids))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def tolist(self) -> list[Any]:
+        v = self.values
+        return [v[c] for c in self.codes.tolist()]
+
+    def take(self, idx: np.ndarray) -> "Strs":
+        return Strs(self.codes[idx], self.values)
+
+    def __getitem__(self, k: int) -> Any:
+        return self.values[int(self.codes[k])]
+
+    def mapped(self, fn: Any) -> "Strs":
+        """fn applied to each distinct value (equal results merged into one code)."""
+        out = [fn(v) for v in self.values]
+        ids: dict[Any, int] = {}
+        remap = np.fromiter((ids.setdefault(x, len(ids)) for x in out), np.int64, count=len(out))
+        return Strs(remap[self.codes] if len(out) else self.codes, list(ids))
+
+    @staticmethod
+    def concat(parts: list["Strs"]) -> "Strs":
+        ids: dict[Any, int] = {}
+        codes = []
+        for p in parts:
+            remap = np.fromiter((ids.setdefault(x, len(ids)) for x in p.values), np.int64, count=len(p.values))
+            codes.append(remap[p.codes] if len(p.values) else p.codes)
+        return Strs(np.concatenate(codes) if codes else np.zeros(0, np.int64), list(ids))
+
+    def first_seen_codes(self, idx: np.ndarray, fn: Any = None) -> tuple[np.ndarray, list[Any]]:
+        """Codes of rows `idx` renumbered 0.. by first appearance (in `idx` order) of `fn(value)`, and those
+        values in that order (what a dict filled row by row gives)."""
+        vals = self.values if fn is None else [fn(v) for v in self.values]
+        ids: dict[Any, int] = {}
+        merged = np.fromiter((ids.setdefault(x, len(ids)) for x in vals), np.int64, count=len(vals))
+        uvals = list(ids)
+        c = merged[self.codes[idx]] if len(vals) else np.zeros(0, np.int64)
+        if not len(c):
+            return c, []
+        u, first = np.unique(c, return_index=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(uvals), np.int64)
+        rank[u[order]] = np.arange(len(u))
+        return rank[c], [uvals[k] for k in u[order].tolist()]
+
+
 @dataclass
 class SystemRows:
-    """`SystemProfileEvents` rows as columns. Missing values: -1 for ints, "" / None for strings."""
+    """`SystemProfileEvents` rows as columns. Missing values: -1 for ints, "" / None for strings.
 
-    name: list[str]
+    String columns are `Strs` (codes + distinct values); `args` is a list (dicts or JSON text per row) or an
+    `ArgsStore` of JSON bytes (the columnar Parquet path)."""
+
+    name: Strs
     start: np.ndarray
     end: np.ndarray
-    source: list[str]
-    instance: list[str]
+    source: Strs
+    instance: Strs
     pid: np.ndarray
     tid: np.ndarray
     nc: np.ndarray
     pcore: np.ndarray
-    stream: list[str | None]
+    stream: Strs
     seq: np.ndarray
     """`nrt_sequence_id` (column or extra attribute), -1 when absent."""
     flow_row: np.ndarray
     """Exploded `flow_id`: row index of each (row, flow value) pair."""
     flow_key: np.ndarray
-    args: list[Any]
-    """Per row: a dict, or a JSON object string parsed on demand (the columnar Parquet path), or None."""
+    args: Any
+    """Per row: a dict, or a JSON object string/bytes parsed on demand, or None (a list or an `ArgsStore`)."""
     notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.name)
+        return len(self.start)
 
     def take(self, mask: np.ndarray) -> "SystemRows":
         idx = np.nonzero(mask)[0]
         remap = np.full(len(self), -1, np.int64)
         remap[idx] = np.arange(len(idx))
         fsel = mask[self.flow_row] if len(self.flow_row) else np.zeros(0, bool)
-        pick = lambda seq: [seq[i] for i in idx.tolist()]  # noqa: E731
         return SystemRows(
-            name=pick(self.name),
+            name=self.name.take(idx),
             start=self.start[idx],
             end=self.end[idx],
-            source=pick(self.source),
-            instance=pick(self.instance),
+            source=self.source.take(idx),
+            instance=self.instance.take(idx),
             pid=self.pid[idx],
             tid=self.tid[idx],
             nc=self.nc[idx],
             pcore=self.pcore[idx],
-            stream=pick(self.stream),
+            stream=self.stream.take(idx),
             seq=self.seq[idx],
             flow_row=remap[self.flow_row[fsel]],
             flow_key=self.flow_key[fsel],
-            args=pick(self.args),
+            args=_take_args(self.args, idx),
             notes=list(self.notes),
         )
+
+
+def _take_args(args: Any, idx: np.ndarray) -> Any:
+    if isinstance(args, ArgsStore):
+        return args.permuted(idx)
+    return [args[i] for i in idx.tolist()]
 
 
 def to_int(value: Any, default: int = NO_ID) -> int:
@@ -257,16 +328,16 @@ def rows_from_records(records: list[dict[str, Any]], notes: list[str] | None = N
             a["flow_id"] = [str(x) for x in parse_flow_ids(fl)]
         args.append(a)
     rows = SystemRows(
-        name=name,
+        name=Strs.from_list(name),
         start=start,
         end=end,
-        source=source,
-        instance=instance,
+        source=Strs.from_list(source),
+        instance=Strs.from_list(instance),
         pid=pid,
         tid=tid,
         nc=nc,
         pcore=pcore,
-        stream=stream,
+        stream=Strs.from_list(stream),
         seq=seq,
         flow_row=np.asarray(frow, np.int64),
         flow_key=np.asarray(fkey, np.int64),
@@ -307,52 +378,21 @@ def add_system_rows(
         return stats
 
     # the Kineto lanes of the same process get the instance id, so framework rows share Explorer's labels
-    inst_of_pid: dict[int, str] = {}
-    for p, inst in zip(rows.pid.tolist(), rows.instance):
-        if inst and p != NO_ID:
-            inst_of_pid.setdefault(p, inst)
-    for p, inst in inst_of_pid.items():
-        builder.set_instance(p, inst)
+    # (the first instance seen for each process, in row order)
+    has_inst = np.array([bool(v) for v in rows.instance.values], bool)
+    if len(has_inst):
+        named = np.nonzero(has_inst[rows.instance.codes] & (rows.pid != NO_ID))[0]
+        if len(named):
+            up, first_at = np.unique(rows.pid[named], return_index=True)
+            for j in np.argsort(first_at, kind="stable").tolist():
+                builder.set_instance(int(up[j]), rows.instance[int(named[first_at[j]])])
 
     # --- framework rows that duplicate trace.json rows --------------------------------------------------------
-    dup_of = np.full(n, NO_ID, np.int64)
-    is_fw = np.array([s == "framework" for s in rows.source], bool)
-    if is_fw.any() and builder.count:
-        ex = builder.existing()
-        ex_name, ex_start, ex_dur = ex["name"], ex["start"], ex["end"] - ex["start"]
-        fw = np.nonzero(is_fw)[0]
-        name_ids: dict[str, int] = {}
-        fw_nid = np.fromiter((name_ids.setdefault(rows.name[k], builder.name_id(rows.name[k])) for k in fw.tolist()),
-                             np.int64, count=len(fw))
-        # trace.json rows of each name sorted by start, found with one sort (not one scan per row)
-        by = np.lexsort((ex_start, ex_name))
-        names_sorted = ex_name[by]
-        fw_starts = rows.start[fw].astype(np.int64)
-        fw_durs = (rows.end[fw] - rows.start[fw]).astype(np.int64)
-        lo_name = np.searchsorted(names_sorted, fw_nid, "left")
-        hi_name = np.searchsorted(names_sorted, fw_nid, "right")
-        starts_sorted = ex_start[by]
-        used: set[int] = set()
-        tol = DUP_TOLERANCE_NS
-        for q, k in enumerate(fw.tolist()):
-            ln, hn = int(lo_name[q]), int(hi_name[q])
-            if fw_nid[q] == NO_ID or ln == hn:
-                continue
-            s = int(fw_starts[q])
-            d = int(fw_durs[q])
-            a = ln + int(np.searchsorted(starts_sorted[ln:hn], s - tol, "left"))
-            b = ln + int(np.searchsorted(starts_sorted[ln:hn], s + tol, "right"))
-            best, best_err = NO_ID, None
-            for j in range(a, b):
-                c = int(by[j])
-                if c in used:
-                    continue
-                err = abs(int(ex_start[c]) - s) + abs(int(ex_dur[c]) - d)
-                if err <= 2 * tol and (best_err is None or err < best_err):
-                    best, best_err = c, err
-            if best != NO_ID:
-                used.add(best)
-                dup_of[k] = best
+    src_kind = np.array([0 if s == "framework" else 2 if s == "neuron_hw" else 1 for s in rows.source.values],
+                        np.int64)
+    row_kind = src_kind[rows.source.codes] if len(src_kind) else np.zeros(n, np.int64)
+    is_fw = row_kind == 0
+    dup_of = _match_duplicates(rows, builder, np.nonzero(is_fw)[0]) if is_fw.any() and builder.count else np.full(n, NO_ID, np.int64)
     dups = dup_of >= 0
     stats["duplicates"] = int(dups.sum())
     if stats["duplicates"]:
@@ -364,15 +404,16 @@ def add_system_rows(
     # --- lanes --------------------------------------------------------------------------------------------------
     keep = ~dups
     kidx = np.nonzero(keep)[0]
-    # one lane per (kind, instance, pid, ident): codes per row, unique combos, one builder.lane per combo
-    src_code = np.array([0 if rows.source[k] == "framework" else 2 if rows.source[k] == "neuron_hw" else 1
-                         for k in kidx.tolist()], np.int64)
-    inst_ids: dict[str, int] = {}
-    inst_code = np.fromiter((inst_ids.setdefault(rows.instance[k] or instance_hint, len(inst_ids)) for k in kidx.tolist()),
-                            np.int64, count=len(kidx))
-    stream_ids: dict[str | None, int] = {None: -1}
-    stream_code = np.fromiter((stream_ids.setdefault(rows.stream[k], len(stream_ids) - 1) for k in kidx.tolist()),
-                              np.int64, count=len(kidx))
+    # one lane per (kind, instance, pid, ident): codes per row, unique combos, one builder.lane per combo;
+    # instance and stream codes are numbered by first appearance (the order lanes are created in)
+    src_code = row_kind[kidx]
+    inst_code, inst_names = rows.instance.first_seen_codes(kidx, lambda v: v or instance_hint)
+    stream_code, stream_vals = rows.stream.first_seen_codes(kidx)
+    if None in stream_vals:
+        r = stream_vals.index(None)
+        stream_code = np.where(stream_code == r, -1, np.where(stream_code > r, stream_code - 1, stream_code))
+        stream_vals = [v for v in stream_vals if v is not None]
+    stream_names = dict(enumerate(stream_vals))
     pid = rows.pid[kidx]
     tid = rows.tid[kidx]
     ncs = rows.nc[kidx]
@@ -382,8 +423,6 @@ def add_system_rows(
     a_col = np.where(fw, stream_code, ncs)  # framework: stream; runtime/hardware: logical core
     b_col = np.where(fw, np.where(stream_code >= 0, NO_ID, tid), np.where(hwm, pcs, np.where(ncs == NO_ID, tid, NO_ID)))
     uniq, inverse = _unique_rows([src_code, inst_code, pid, a_col, b_col])
-    inst_names = list(inst_ids)
-    stream_names = {v: k for k, v in stream_ids.items()}
     cat_fw = builder.intern_cat(CAT_FRAMEWORK)
     cat_rt = builder.intern_cat(CAT_RUNTIME)
     cat_hw = builder.intern_cat(CAT_HARDWARE)
@@ -407,24 +446,11 @@ def add_system_rows(
     lane_ids = lane_of_combo[inverse] if len(kidx) else np.empty(0, np.int32)
     cat_ids = np.array([cat_fw, cat_rt, cat_hw], np.int16)[src_code] if len(kidx) else np.empty(0, np.int16)
 
-    name_ids: dict[str, int] = {}
-    names = np.fromiter(
-        (name_ids[x] if x in name_ids else name_ids.setdefault(x, builder.intern_name(x)) for x in (rows.name[k] for k in kidx.tolist())),
-        np.int32,
-        count=len(kidx),
-    )
-    ext = np.full(len(kidx), NO_ID, np.int64)
-    for j, k in enumerate(kidx.tolist()):
-        a = rows.args[k]
-        if isinstance(a, str):
-            if "xternal id" not in a and "external_id" not in a:
-                continue
-            a = parse_extra(a)
-        if not a:
-            continue
-        e = a.get("External id", a.get("external_id"))
-        if e is not None:
-            ext[j] = to_int(e)
+    # names interned in first-appearance order (as a row-by-row loop would)
+    name_code, name_vals = rows.name.first_seen_codes(kidx)
+    name_map = np.array([builder.intern_name(x) for x in name_vals], np.int32)
+    names = name_map[name_code] if len(kidx) else np.empty(0, np.int32)
+    ext = _external_ids(rows.args, kidx)
     first = builder.add_events(
         start=rows.start[kidx],
         end=rows.end[kidx],
@@ -433,7 +459,7 @@ def add_system_rows(
         cat=cat_ids,
         ext=ext,
         corr=rows.seq[kidx],
-        args_raw=[rows.args[k] for k in kidx.tolist()],
+        args_raw=_take_args(rows.args, kidx),
     )
     stats["added"] = len(kidx)
 
@@ -459,6 +485,144 @@ def add_system_rows(
     return stats
 
 
+EXTERNAL_RX = re.compile(rb"xternal id|external_id")
+
+
+def _external_ids(args: Any, kidx: np.ndarray) -> np.ndarray:
+    """`External id` / `external_id` of rows `kidx` from their args (-1 when absent); only args whose text
+    mentions one are parsed."""
+    ext = np.full(len(kidx), NO_ID, np.int64)
+    if isinstance(args, ArgsStore):
+        cand = _store_rows_matching(args, EXTERNAL_RX)
+        if cand is None:  # offsets not in order: look at every row
+            cand = np.arange(len(args), dtype=np.int64)
+        pos = np.searchsorted(kidx, cand)
+        hit = pos < len(kidx)
+        hit[hit] = kidx[pos[hit]] == cand[hit]
+        for j, k in zip(pos[hit].tolist(), cand[hit].tolist()):
+            raw = args[k]
+            if raw is None or not EXTERNAL_RX.search(raw):
+                continue
+            a = parse_extra(raw)
+            e = a.get("External id", a.get("external_id")) if a else None
+            if e is not None:
+                ext[j] = to_int(e)
+        return ext
+    for j, k in enumerate(kidx.tolist()):
+        a = args[k]
+        if isinstance(a, (str, bytes)):
+            if isinstance(a, bytes):
+                if not EXTERNAL_RX.search(a):
+                    continue
+            elif "xternal id" not in a and "external_id" not in a:
+                continue
+            a = parse_extra(a)
+        if not a:
+            continue
+        e = a.get("External id", a.get("external_id"))
+        if e is not None:
+            ext[j] = to_int(e)
+    return ext
+
+
+def _store_rows_matching(store: ArgsStore, rx: "re.Pattern[bytes]") -> np.ndarray | None:
+    """Rows of `store` whose bytes contain a match of `rx` (one regex scan of the blob), sorted; None when
+    the rows' offsets are not increasing (then the caller checks every row)."""
+    starts, ends = store.starts, store.ends
+    if len(starts) > 1 and not bool(np.all(starts[1:] >= ends[:-1])):
+        return None
+    blob = store.blob
+    pieces = list(zip(blob.blobs, blob.bounds[:-1].tolist())) if isinstance(blob, Blobs) else [(blob, 0)]
+    found = []
+    for piece, base in pieces:
+        data = piece.tobytes() if isinstance(piece, np.ndarray) else piece
+        found.extend(base + m.start() for m in rx.finditer(data))
+    if not found:
+        return np.zeros(0, np.int64)
+    pos = np.asarray(found, np.int64)
+    row = np.searchsorted(starts, pos, "right") - 1
+    ok = row >= 0
+    ok[ok] = pos[ok] < ends[row[ok]]
+    return np.unique(row[ok])
+
+
+def _lex_count(names: np.ndarray, starts: np.ndarray, qn: np.ndarray, qs: np.ndarray, side: str) -> np.ndarray:
+    """For (names, starts) sorted lexicographically: how many are < (side "left") or <= ("right") each query
+    (qn, qs): `searchsorted` on the pair, for all queries in one sort."""
+    n = len(names)
+    flag_q = 0 if side == "left" else 1
+    flags = np.concatenate([np.full(n, 1 - flag_q, np.int8), np.full(len(qn), flag_q, np.int8)])
+    order = np.lexsort((flags, np.concatenate([starts, qs]), np.concatenate([names.astype(np.int64), qn])))
+    existing_upto = np.cumsum(order < n)
+    out = np.empty(len(qn), np.int64)
+    isq = order >= n
+    out[order[isq] - n] = existing_upto[isq]
+    return out
+
+
+def _match_duplicates(rows: SystemRows, builder: ProfileBuilder, fw: np.ndarray) -> np.ndarray:
+    """For each system row: the trace.json row (builder index) it duplicates, or -1. Framework rows `fw`, in
+    row order, each take the unused trace.json row of the same name with the smallest |Δstart| + |Δduration|
+    (start within DUP_TOLERANCE_NS, error within twice that; ties: earliest start). Vectorised; rows that
+    compete for a trace.json row are settled in row order by a loop over just those."""
+    n = len(rows)
+    dup_of = np.full(n, NO_ID, np.int64)
+    ex = builder.existing()
+    ex_name, ex_start = ex["name"].astype(np.int64), ex["start"].astype(np.int64)
+    ex_dur = ex["end"].astype(np.int64) - ex_start
+    name_map = np.array([builder.name_id(v) for v in rows.name.values], np.int64)
+    fw_nid = name_map[rows.name.codes[fw]]
+    tol = DUP_TOLERANCE_NS
+    by = np.lexsort((ex_start, ex_name))
+    names_sorted, starts_sorted = ex_name[by], ex_start[by]
+    s = rows.start[fw].astype(np.int64)
+    d = (rows.end[fw] - rows.start[fw]).astype(np.int64)
+    lo = _lex_count(names_sorted, starts_sorted, fw_nid, s - tol, "left")
+    hi = _lex_count(names_sorted, starts_sorted, fw_nid, s + tol, "right")
+    cnt = np.where(fw_nid == NO_ID, 0, np.maximum(hi - lo, 0))
+    total = int(cnt.sum())
+    if not total:
+        return dup_of
+    q = np.repeat(np.arange(len(fw)), cnt)
+    offs = np.cumsum(cnt) - cnt
+    j = lo[q] + (np.arange(total) - offs[q])
+    c = by[j]
+    ds = np.abs(ex_start[c] - s[q])
+    dd = np.abs(ex_dur[c] - d[q])
+    valid = (ds <= 2 * tol) & (dd <= 2 * tol) & (ds + dd <= 2 * tol)
+    q, j, c, err = q[valid], j[valid], c[valid], (ds + dd)[valid]
+    if not len(q):
+        return dup_of
+    # candidates wanted by more than one row: those rows are settled in row order below
+    uc, inv_c, count_c = np.unique(c, return_inverse=True, return_counts=True)
+    shared = count_c[inv_c.reshape(-1)] > 1
+    contested = np.zeros(len(fw), bool)
+    contested[q[shared]] = True
+    free = ~contested[q]
+    order = np.lexsort((j[free], err[free], q[free]))
+    fq, fc = q[free][order], c[free][order]
+    uq, first = np.unique(fq, return_index=True)
+    dup_of[fw[uq]] = fc[first]
+    if contested.any():
+        sel = contested[q]
+        cq, cj, cc, ce = q[sel], j[sel], c[sel], err[sel]
+        order = np.lexsort((cj, cq))
+        cq, cc, ce = cq[order].tolist(), cc[order].tolist(), ce[order].tolist()
+        used: set[int] = set()
+        k = 0
+        m = len(cq)
+        while k < m:
+            row = cq[k]
+            best, best_err = NO_ID, None
+            while k < m and cq[k] == row:
+                if cc[k] not in used and (best_err is None or ce[k] < best_err):
+                    best, best_err = cc[k], ce[k]
+                k += 1
+            if best != NO_ID:
+                used.add(best)
+                dup_of[fw[row]] = best
+    return dup_of
+
 def _check_alignment(builder: ProfileBuilder, rows: SystemRows, kidx: np.ndarray, label: str) -> None:
     """Warn when trace.json and the system trace do not overlap in time (different run or wrong clock base)."""
     ex = builder.existing()
@@ -482,8 +646,12 @@ def concat_rows(parts: list[SystemRows]) -> SystemRows:
     if len(parts) == 1:
         return parts[0]
     offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
-    cat = lambda attr: [x for p in parts for x in getattr(p, attr)]  # noqa: E731
+    cat = lambda attr: Strs.concat([getattr(p, attr) for p in parts])  # noqa: E731
     arr = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
+    if all(isinstance(p.args, ArgsStore) for p in parts):
+        args: Any = ArgsStore.concat([p.args for p in parts])
+    else:
+        args = [x for p in parts for x in p.args]
     return SystemRows(
         name=cat("name"),
         start=arr("start"),
@@ -498,7 +666,7 @@ def concat_rows(parts: list[SystemRows]) -> SystemRows:
         seq=arr("seq"),
         flow_row=np.concatenate([p.flow_row + o for p, o in zip(parts, offsets)]),
         flow_key=arr("flow_key"),
-        args=cat("args"),
+        args=args,
         notes=[n for p in parts for n in p.notes],
     )
 
