@@ -261,32 +261,31 @@ def _add_flow_edges(profile: Profile, links: Links) -> None:
     if member.any():
         idx = np.nonzero(member)[0]
         order = idx[np.lexsort((profile.start[flows.event[idx]], tiers[profile.lane[flows.event[idx]]], flows.key[idx], flows.cat[idx]))]
-        src: list[int] = []
-        dst: list[int] = []
-        ev = flows.event[order].tolist()
-        key = list(zip(flows.cat[order].tolist(), flows.key[order].tolist()))
-        tier_of = tiers[profile.lane[flows.event[order]]].tolist()
-        k = 0
-        n = len(order)
-        while k < n:
-            j = k
-            while j < n and key[j] == key[k]:
-                j += 1
-            groups: list[list[int]] = []
-            last_tier = None
-            for q in range(k, j):
-                if tier_of[q] != last_tier:
-                    groups.append([])
-                    last_tier = tier_of[q]
-                groups[-1].append(ev[q])
-            for upper, lower in zip(groups, groups[1:]):
-                for a in upper:
-                    for b in lower:
-                        src.append(a)
-                        dst.append(b)
-            k = j
-        if src:
-            links.add_edges(np.asarray(src), np.asarray(dst), Rule.FLOW)
+        ev = flows.event[order].astype(np.int64)
+        fkey = flows.key[order]
+        fcat = flows.cat[order]
+        tier_of = tiers[profile.lane[ev]]
+        m = len(order)
+        # runs of one (cat, key) group, and within a group runs of one tier ("subgroups"); every member of a
+        # subgroup is linked to every member of the next subgroup of the same group, in sorted order
+        new_group = np.ones(m, bool)
+        new_group[1:] = (fkey[1:] != fkey[:-1]) | (fcat[1:] != fcat[:-1])
+        new_sub = new_group.copy()
+        new_sub[1:] |= tier_of[1:] != tier_of[:-1]
+        sub_start = np.nonzero(new_sub)[0]
+        sub_size = np.diff(np.append(sub_start, m))
+        sub_of = np.cumsum(new_sub) - 1
+        # subgroup s has a successor when s + 1 exists and does not open a new group
+        has_next = np.zeros(len(sub_start), bool)
+        has_next[:-1] = ~new_group[sub_start[1:]]
+        nxt = np.minimum(sub_of + 1, len(sub_start) - 1)
+        cnt = np.where(has_next[sub_of], sub_size[nxt], 0)
+        total = int(cnt.sum())
+        if total:
+            src = np.repeat(ev, cnt)
+            offs = np.cumsum(cnt) - cnt
+            dpos = np.repeat(sub_start[nxt] - offs, cnt) + np.arange(total)
+            links.add_edges(src, ev[dpos], Rule.FLOW)
     fwdbwd = profile.cat_id("fwdbwd")
     if fwdbwd >= 0:
         sel = np.nonzero((flows.cat == fwdbwd) & (flows.role != flows.MEMBER))[0]
