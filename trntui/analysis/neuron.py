@@ -126,23 +126,13 @@ def _lnc_of(profile: Profile) -> list[int]:
     return out
 
 
-def system_device_time(profile: Profile, links: Links) -> dict[int, int]:
-    """Frontend op → device ns from `nc_exec_running` rows linked below it (LNC duplicates merged)."""
-    cached = profile.cache.get("neuron_device_time")
-    if cached is not None:
-        return dict(cached[0])
-    hw_name = profile.name_id(EXECUTION)
-    hw_cat = profile.cat_id("neuron_hw")
-    result: dict[int, int] = {}
-    info = {"executions": 0, "unlinked_rows": 0, "unlinked_ns": 0, "rules": {}}
-    if hw_name < 0 or hw_cat < 0:
-        profile.cache["neuron_device_time"] = (result, info)
-        return result
-    rows = np.nonzero((profile.name == hw_name) & (profile.cat == hw_cat))[0]
+def _roots_walk(profile: Profile, links: Links, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: (topmost event, rule of the row's own incoming edge), walking up one predecessor at a time
+    (the earliest-starting one not yet on the path), rows in index order, memoised. The exact reference for
+    `_roots`; used when a chain does not end within `_MAX_DEPTH` steps (a cycle)."""
     memo: dict[int, tuple[int, int]] = {}
 
     def root_of(e: int) -> tuple[int, int]:
-        """(topmost event, rule of e's own incoming edge)."""
         if e in memo:
             return memo[e]
         path = [e]
@@ -169,36 +159,158 @@ def system_device_time(profile: Profile, links: Links) -> dict[int, int]:
         memo[e] = (top, first_rule)
         return memo[e]
 
-    lnc = _lnc_of(profile)
-    groups: dict[tuple, list[tuple[int, int]]] = {}
+    out = [root_of(e) for e in rows.tolist()]
+    tops = np.fromiter((t for t, _ in out), np.int64, count=len(out))
+    rules = np.fromiter((r for _, r in out), np.int64, count=len(out))
+    return tops, rules
+
+
+_MAX_DEPTH = 64
+
+
+def _parent_of(profile: Profile, links: Links, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: its earliest-starting predecessor other than itself (the first such edge on ties, in edge
+    order, as `min` over `links.predecessors` picks) and that edge's rule; -1 / NONE when it has none."""
+    keys, other, erules = links._adjacency("up")
+    a = np.searchsorted(keys, nodes, "left")
+    b = np.searchsorted(keys, nodes, "right")
+    cnt = b - a
+    parent = np.full(len(nodes), NO_ID, np.int64)
+    prule = np.zeros(len(nodes), np.int64)
+    total = int(cnt.sum())
+    if not total:
+        return parent, prule
+    seg = np.repeat(np.arange(len(nodes)), cnt)
+    pos = np.repeat(a - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+    cand = other[pos]
+    ok = cand != nodes[seg]  # a self-loop is never followed (the node is already on the path)
+    seg, pos, cand = seg[ok], pos[ok], cand[ok]
+    if not len(seg):
+        return parent, prule
+    # per node the first edge (in adjacency order, which keeps edge order) with the smallest start
+    o = np.lexsort((pos, profile.start[cand], seg))
+    seg_o = seg[o]
+    first = np.ones(len(o), bool)
+    first[1:] = seg_o[1:] != seg_o[:-1]
+    pick = o[first]
+    parent[seg[pick]] = cand[pick]
+    prule[seg[pick]] = erules[pos[pick]]
+    return parent, prule
+
+
+def _roots(profile: Profile, links: Links, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_roots_walk`, level by level over all rows at once.
+
+    Where every row's chain of earliest predecessors ends (no cycle), the walk only ever follows those
+    parents, so each row's top is the end of its chain whatever was memoised before; and a row's own rule
+    reads NONE when the walk of an earlier row (lower index) passed through it, as the memo then holds it."""
+    n = len(rows)
+    tops = rows.copy()
+    if not n or not len(links.edge_dst):
+        return tops, np.zeros(n, np.int64)
+    parent, rules = _parent_of(profile, links, rows)
+    is_row = np.zeros(len(profile), bool)
+    is_row[rows] = True
+    first_desc = np.full(len(profile), np.iinfo(np.int64).max, np.int64)
+    act = np.nonzero(parent >= 0)[0]
+    cur = parent[act]
+    depth = 0
+    while len(act):
+        depth += 1
+        if depth > _MAX_DEPTH:
+            return _roots_walk(profile, links, rows)
+        tops[act] = cur
+        hit = is_row[cur]
+        if hit.any():
+            np.minimum.at(first_desc, cur[hit], rows[act[hit]])
+        # shared ancestors are looked up once
+        uniq, inv = np.unique(cur, return_inverse=True)
+        up, _ = _parent_of(profile, links, uniq)
+        nxt = up[inv]
+        go = nxt >= 0
+        act, cur = act[go], nxt[go]
+    rules = np.where(first_desc[rows] < rows, int(Rule.NONE), rules)
+    return tops, rules
+
+
+def system_device_time(profile: Profile, links: Links) -> dict[int, int]:
+    """Frontend op → device ns from `nc_exec_running` rows linked below it (LNC duplicates merged)."""
+    cached = profile.cache.get("neuron_device_time")
+    if cached is not None:
+        return dict(cached[0])
+    hw_name = profile.name_id(EXECUTION)
+    hw_cat = profile.cat_id("neuron_hw")
+    result: dict[int, int] = {}
+    info = {"executions": 0, "unlinked_rows": 0, "unlinked_ns": 0, "rules": {}}
+    if hw_name < 0 or hw_cat < 0:
+        profile.cache["neuron_device_time"] = (result, info)
+        return result
+    rows = np.nonzero((profile.name == hw_name) & (profile.cat == hw_cat))[0]
+    tops, rules = _roots(profile, links, rows)
+    linked = (tops != rows) & links.frontend[tops]
+    un = rows[~linked]
+    info["unlinked_rows"] = int(len(un))
+    info["unlinked_ns"] = int((profile.end[un] - profile.start[un]).sum())
+    rows, tops, rules = rows[linked], tops[linked], rules[linked]
+
+    # rule labels, counted in order of first use
     rule_counts: dict[str, int] = {}
-    for e in rows.tolist():
-        top, rule = root_of(e)
-        lane = profile.lanes[int(profile.lane[e])]
-        if top == e or not links.frontend[top]:
-            info["unlinked_rows"] += 1
-            info["unlinked_ns"] += int(profile.end[e] - profile.start[e])
-            continue
-        label = RULE_NAMES.get(Rule(rule), Rule(rule).label) if rule in Rule._value2member_map_ else "link"
-        rule_counts[label] = rule_counts.get(label, 0) + 1
-        groups.setdefault((top, lane.instance, lane.pid, lnc[int(profile.lane[e])]), []).append(
-            (int(profile.start[e]), int(profile.end[e]))
-        )
-    for (top, *_), ivs in groups.items():
-        ivs.sort()
-        total = 0
-        cs, ce = ivs[0]
-        executions = 1
-        for s, e in ivs[1:]:
-            if s < ce:
-                ce = max(ce, e)
-            else:
-                total += ce - cs
-                cs, ce = s, e
-                executions += 1
-        total += ce - cs
-        info["executions"] += executions
-        result[top] = result.get(top, 0) + total
+    if len(rows):
+        uniq, first, counts = np.unique(rules, return_index=True, return_counts=True)
+        for k in np.argsort(first, kind="stable").tolist():
+            r = int(uniq[k])
+            label = RULE_NAMES.get(Rule(r), Rule(r).label) if r in Rule._value2member_map_ else "link"
+            rule_counts[label] = rule_counts.get(label, 0) + int(counts[k])
+
+    # per (top, instance, pid, logical core): the union of the execution intervals
+    lnc = _lnc_of(profile)
+    lane_keys: dict[tuple, int] = {}
+    lane_gid = np.array([lane_keys.setdefault((l.instance, l.pid, lnc[k]), len(lane_keys))
+                         for k, l in enumerate(profile.lanes)] or [0], np.int64)
+    if len(rows):
+        g = lane_gid[profile.lane[rows]]
+        s = profile.start[rows]
+        e = profile.end[rows]
+        o = np.lexsort((e, s, g, tops))
+        t_o, g_o, s_o, e_o = tops[o], g[o], s[o], e[o]
+        m = len(o)
+        gnew = np.ones(m, bool)
+        gnew[1:] = (t_o[1:] != t_o[:-1]) | (g_o[1:] != g_o[:-1])
+        if (e_o >= s_o).all():
+            # end of the current merged interval = running max of the group's ends so far (ends >= starts)
+            gidx = np.cumsum(gnew) - 1
+            ends_sorted, rank = np.unique(e_o, return_inverse=True)
+            run = np.maximum.accumulate(gidx * len(ends_sorted) + rank.reshape(-1)) - gidx * len(ends_sorted)
+            prev_end = np.empty(m, np.int64)
+            prev_end[1:] = ends_sorted[run[:-1]]
+            prev_end[0] = 0
+            bound = gnew | (s_o >= prev_end)
+            bpos = np.nonzero(bound)[0]
+            span = np.maximum.reduceat(e_o, bpos) - s_o[bpos]
+        else:  # negative durations: merge one by one, as intervals were always merged
+            bpos_l: list[int] = []
+            span_l: list[int] = []
+            cs = ce = 0
+            for i, (new, si, ei) in enumerate(zip(gnew.tolist(), s_o.tolist(), e_o.tolist())):
+                if not new and si < ce:
+                    ce = max(ce, ei)
+                    span_l[-1] = ce - cs
+                else:
+                    bpos_l.append(i)
+                    span_l.append(ei - si)
+                    cs, ce = si, ei
+            bpos = np.asarray(bpos_l, np.int64)
+            span = np.asarray(span_l, np.int64)
+        info["executions"] = int(len(bpos))
+        ct = t_o[bpos]
+        tstart = np.nonzero(np.r_[True, ct[1:] != ct[:-1]])[0]
+        top_ids = ct[tstart]
+        totals = np.add.reduceat(span, tstart)
+        # ops in order of their first row, as the dict was filled row by row
+        first_row = np.full(len(profile), np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(first_row, tops, rows)
+        k = np.argsort(first_row[top_ids], kind="stable")
+        result = dict(zip(top_ids[k].tolist(), totals[k].tolist()))
     info["rules"] = rule_counts
     profile.cache["neuron_device_time"] = (result, info)
     meta = profile.meta
