@@ -217,6 +217,16 @@ def _id_part(ids: Any, n: int) -> Any:
     return pc.binary_join_element_wise('"id":"', text, '"', "")
 
 
+def _may_have_odd_space(col: Any) -> bool:
+    """Whether a string array's bytes contain anything non-ASCII or in \\x1c-\\x1f (the only characters that
+    Python's strip() treats as whitespace besides ASCII's): one pass over the data buffer."""
+    data = col.buffers()[2]
+    if data is None:
+        return False
+    b = np.frombuffer(data, np.uint8)
+    return bool(((b >= 0x80) | ((b >= 0x1C) & (b <= 0x1F))).any())
+
+
 def _extra_part(extra: Any, n: int) -> Any:
     """The body of each row's extra-attributes JSON object (`{...}` without the braces), null when empty."""
     pa, _ = _pyarrow()
@@ -229,12 +239,12 @@ def _extra_part(extra: Any, n: int) -> Any:
         col = extra.combine_chunks() if hasattr(extra, "combine_chunks") else extra
         col = col.cast(pa.string()) if pa.types.is_large_string(t) else col
         tr = pc.utf8_trim(col, ASCII_SPACE)
-        edge = pc.match_substring_regex(tr, f"^[{PY_ONLY_SPACE}]|[{PY_ONLY_SPACE}]$")
-        if not pc.any(edge).as_py():
+        odd = _may_have_odd_space(col)
+        if not (odd and pc.any(pc.match_substring_regex(tr, f"^[{PY_ONLY_SPACE}]|[{PY_ONLY_SPACE}]$")).as_py()):
             braced = pc.and_(pc.and_(pc.starts_with(tr, "{"), pc.ends_with(tr, "}")), pc.greater(pc.utf8_length(tr), 2))
             body = pc.utf8_trim(pc.utf8_slice_codeunits(tr, 1, -1), ASCII_SPACE)
-            edge = pc.match_substring_regex(body, f"^[{PY_ONLY_SPACE}]|[{PY_ONLY_SPACE}]$")
-            if not pc.any(pc.and_(braced, edge)).as_py():
+            edge = pc.match_substring_regex(body, f"^[{PY_ONLY_SPACE}]|[{PY_ONLY_SPACE}]$") if odd else None
+            if edge is None or not pc.any(pc.and_(braced, edge)).as_py():
                 keep = pc.and_(braced, pc.greater(pc.binary_length(body), 0))
                 return pc.if_else(keep.fill_null(False), body, pa.scalar(None, pa.string()))
         texts = col.to_pylist()
@@ -320,17 +330,16 @@ def rows_from_arrow(table: Any) -> SystemRows:
     extra_col = _column(table, "extra_attributes_json")
     if extra_col is not None and (pa.types.is_string(extra_col.type) or pa.types.is_large_string(extra_col.type)):
 
-        def pull(key: str, rows_: np.ndarray) -> np.ndarray:
-            sub = extra_col if len(rows_) == n else extra_col.take(pa.array(rows_))
-            got = pc.extract_regex(sub, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
-            return _ints(pc.struct_field(got, [0]), len(rows_))
-
         for target, keys in ((seq, SEQ_KEYS), (pcore, ("device_core_idx",)), (nc, ("nc_idx", "lnc_idx"))):
             for key in keys:
-                missing = np.nonzero(target == NO_ID)[0]
-                if not len(missing):
-                    break
-                target[missing] = pull(key, missing)
+                # rows still without a value whose text names the key (a cheap substring test) get the regex
+                named = np.asarray(pc.match_substring(extra_col, f'"{key}"').fill_null(False).to_numpy(zero_copy_only=False))
+                rows_ = np.nonzero((target == NO_ID) & named)[0]
+                if not len(rows_):
+                    continue
+                sub = extra_col if len(rows_) == n else extra_col.take(pa.array(rows_))
+                got = pc.extract_regex(sub, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
+                target[rows_] = _ints(pc.struct_field(got, [0]), len(rows_))
 
     # flow ids: list<string|int> exploded in Arrow; strings (JSON or "1,2") parsed per row
     flow_col = _column(table, "flow_id")

@@ -110,11 +110,13 @@ class Strs:
         c = merged[self.codes[idx]] if len(vals) else np.zeros(0, np.int64)
         if not len(c):
             return c, []
-        u, first = np.unique(c, return_index=True)
-        order = np.argsort(first, kind="stable")
+        first = np.full(len(uvals), len(c), np.int64)
+        first[c[::-1]] = np.arange(len(c) - 1, -1, -1)  # repeated indices: the last write (first row) wins
+        present = np.nonzero(first < len(c))[0]
+        u = present[np.argsort(first[present], kind="stable")]
         rank = np.empty(len(uvals), np.int64)
-        rank[u[order]] = np.arange(len(u))
-        return rank[c], [uvals[k] for k in u[order].tolist()]
+        rank[u] = np.arange(len(u))
+        return rank[c], [uvals[k] for k in u.tolist()]
 
 
 @dataclass
@@ -363,8 +365,8 @@ def add_system_rows(
     meta.notes.extend(rows.notes)
     stats = {"rows": len(rows), "added": 0, "duplicates": 0, "filtered": 0}
     if pid_filter is not None and len(rows):
-        pids = set(np.unique(rows.pid).tolist()) - {NO_ID}
-        if len(pids) > 1:
+        known = rows.pid[rows.pid != NO_ID]
+        if len(known) and bool((known != known[0]).any()):  # more than one process
             keep = (rows.pid == pid_filter) | (rows.pid == NO_ID)
             stats["filtered"] = int((~keep).sum())
             rows = rows.take(keep)
@@ -383,7 +385,7 @@ def add_system_rows(
     if len(has_inst):
         named = np.nonzero(has_inst[rows.instance.codes] & (rows.pid != NO_ID))[0]
         if len(named):
-            up, first_at = np.unique(rows.pid[named], return_index=True)
+            up, first_at, _inv = _dense_unique(rows.pid[named])
             for j in np.argsort(first_at, kind="stable").tolist():
                 builder.set_instance(int(up[j]), rows.instance[int(named[first_at[j]])])
 
@@ -472,7 +474,12 @@ def add_system_rows(
         ok = ev >= 0
         fc = builder.intern_cat(FLOW_CAT)
         # one membership per (event, flow value)
-        pairs = np.unique(np.stack([ev[ok], rows.flow_key[ok]], axis=1), axis=0)
+        pe, pk = ev[ok], rows.flow_key[ok]
+        o = np.lexsort((pk, pe))
+        pe, pk = pe[o], pk[o]
+        new = np.ones(len(pe), bool)
+        new[1:] = (pe[1:] != pe[:-1]) | (pk[1:] != pk[:-1])
+        pairs = np.stack([pe[new], pk[new]], axis=1)
         builder.add_flows(
             pairs[:, 1], pairs[:, 0], np.full(len(pairs), fc, np.int16), np.full(len(pairs), Flows.MEMBER, np.int8)
         )
@@ -525,6 +532,11 @@ def _external_ids(args: Any, kidx: np.ndarray) -> np.ndarray:
     return ext
 
 
+def _literals(rx: "re.Pattern[bytes]") -> list[bytes]:
+    """The alternatives of a pattern made of plain words joined by `|` (bytes.find is much faster than re)."""
+    return rx.pattern.split(b"|")
+
+
 def _store_rows_matching(store: ArgsStore, rx: "re.Pattern[bytes]") -> np.ndarray | None:
     """Rows of `store` whose bytes contain a match of `rx` (one regex scan of the blob), sorted; None when
     the rows' offsets are not increasing (then the caller checks every row)."""
@@ -535,8 +547,12 @@ def _store_rows_matching(store: ArgsStore, rx: "re.Pattern[bytes]") -> np.ndarra
     pieces = list(zip(blob.blobs, blob.bounds[:-1].tolist())) if isinstance(blob, Blobs) else [(blob, 0)]
     found = []
     for piece, base in pieces:
-        data = piece.tobytes() if isinstance(piece, np.ndarray) else piece
-        found.extend(base + m.start() for m in rx.finditer(data))
+        data = piece.tobytes() if isinstance(piece, np.ndarray) else bytes(piece)
+        for lit in _literals(rx):
+            at = data.find(lit)
+            while at >= 0:
+                found.append(base + at)
+                at = data.find(lit, at + 1)
     if not found:
         return np.zeros(0, np.int64)
     pos = np.asarray(found, np.int64)
@@ -676,20 +692,49 @@ def _unique_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     n = len(cols[0])
     if n == 0:
         return np.zeros((0, len(cols)), np.int64), np.zeros(0, np.int64)
-    codes = []
-    values = []
+    # key = the columns' offsets from their minimum, mixed radix: its order is the rows' lexicographic order
+    lows = [int(c.min()) for c in cols]
+    spans = [int(c.max()) - lo + 1 for c, lo in zip(cols, lows)]
     size = 1
-    for c in cols:
-        u, inv = np.unique(c, return_inverse=True)
-        values.append(u)
-        codes.append(inv.reshape(-1).astype(np.int64))
-        size *= max(len(u), 1)
+    for sp in spans:
+        size *= sp
     if size >= 1 << 62:
-        uniq, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
-        return uniq, inverse.reshape(-1)
+        codes = []
+        size = 1
+        for c in cols:
+            u, _first, inv = _dense_unique(c)
+            codes.append(inv)
+            size *= max(len(u), 1)
+        if size >= 1 << 62:
+            uniq, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+            return uniq, inverse.reshape(-1)
+        spans = [int(c.max()) + 1 for c in codes]
+        parts, lows = codes, [0] * len(codes)
+    else:
+        parts = cols
     key = np.zeros(n, np.int64)
-    for u, c in zip(values, codes):
-        key = key * max(len(u), 1) + c
-    ukeys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    for c, lo, sp in zip(parts, lows, spans):
+        key = key * sp + (c.astype(np.int64) - lo)
+    _ukeys, first, inverse = _dense_unique(key)
     uniq = np.stack([c[first] for c in cols], axis=1)
-    return uniq, inverse.reshape(-1)
+    return uniq, inverse
+
+
+def _dense_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(values, return_index=True, return_inverse=True) for int arrays; without a sort when the
+    values span a small range (a presence table instead)."""
+    values = np.asarray(values)
+    n = len(values)
+    if n == 0:
+        return values[:0], np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > 4 * n + 1024:
+        u, first, inv = np.unique(values, return_index=True, return_inverse=True)
+        return u, first, inv.reshape(-1)
+    off = values.astype(np.int64) - lo
+    first_at = np.full(hi - lo + 1, n, np.int64)
+    first_at[off[::-1]] = np.arange(n - 1, -1, -1)  # repeated indices: the last write (first row) wins
+    present = np.nonzero(first_at < n)[0]
+    rank = np.zeros(hi - lo + 1, np.int64)
+    rank[present] = np.arange(len(present))
+    return (present + lo).astype(values.dtype), first_at[present], rank[off]
