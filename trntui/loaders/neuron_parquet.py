@@ -12,7 +12,9 @@ of real exports may differ; unknown MAJOR schema versions get a warning, not a f
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +108,12 @@ def read_system_rows(directory: Path) -> SystemRows:
     columns = set().union(*(t.column_names for t in tables))
     if "name" not in columns or not ({"start_ts", "timestamp"} & columns):
         raise LoadError(files[0], f"{EVENTS} has no name/start_ts columns (columns: {', '.join(sorted(columns))})")
-    return concat_rows([rows_from_arrow(t) for t in tables])
+    workers = min(len(tables), os.cpu_count() or 1, 4)
+    if workers < 2:
+        return concat_rows([rows_from_arrow(t) for t in tables])
+    # split parts converted side by side: Arrow compute and numpy release the GIL for most of the work
+    with ThreadPoolExecutor(workers) as pool:
+        return concat_rows(list(pool.map(rows_from_arrow, tables)))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -220,11 +227,16 @@ def _id_part(ids: Any, n: int) -> Any:
 def _may_have_odd_space(col: Any) -> bool:
     """Whether a string array's bytes contain anything non-ASCII or in \\x1c-\\x1f (the only characters that
     Python's strip() treats as whitespace besides ASCII's): one pass over the data buffer."""
+    data = _data_bytes(col)
+    return not data.isascii() or any(c in data for c in (b"\x1c", b"\x1d", b"\x1e", b"\x1f"))
+
+
+def _data_bytes(col: Any) -> bytes:
+    """The bytes of a (single-chunk) string array's data buffer (possibly more than its slice holds)."""
+    if hasattr(col, "combine_chunks"):
+        col = col.combine_chunks()
     data = col.buffers()[2]
-    if data is None:
-        return False
-    b = np.frombuffer(data, np.uint8)
-    return bool(((b >= 0x80) | ((b >= 0x1C) & (b <= 0x1F))).any())
+    return data.to_pybytes() if data is not None else b""
 
 
 def _extra_part(extra: Any, n: int) -> Any:
@@ -292,11 +304,12 @@ def _args_store(parts: list[Any], n: int) -> ArgsStore:
     for part in parts[1:]:
         anyp = pc.or_(anyp, pc.is_valid(part))
     text = pc.if_else(anyp, pc.binary_join_element_wise("{", joined, "}", ""), pa.scalar(None, pa.string()))
-    text = pc.cast(text.fill_null(""), pa.large_string())
+    text = text.fill_null("")
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
     _validity, offs_buf, data_buf = text.buffers()
-    offs = np.frombuffer(offs_buf, np.int64)[text.offset : text.offset + n + 1]
+    width = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    offs = np.frombuffer(offs_buf, width)[text.offset : text.offset + n + 1].astype(np.int64)
     base = int(offs[0]) if n else 0
     blob = data_buf.to_pybytes()[base : int(offs[-1])] if data_buf is not None and n else b""
     offs = offs - base
@@ -330,14 +343,20 @@ def rows_from_arrow(table: Any) -> SystemRows:
     extra_col = _column(table, "extra_attributes_json")
     if extra_col is not None and (pa.types.is_string(extra_col.type) or pa.types.is_large_string(extra_col.type)):
 
+        data = _data_bytes(extra_col)
         for target, keys in ((seq, SEQ_KEYS), (pcore, ("device_core_idx",)), (nc, ("nc_idx", "lnc_idx"))):
             for key in keys:
-                # rows still without a value whose text names the key (a cheap substring test) get the regex
-                named = np.asarray(pc.match_substring(extra_col, f'"{key}"').fill_null(False).to_numpy(zero_copy_only=False))
-                rows_ = np.nonzero((target == NO_ID) & named)[0]
+                missing = np.nonzero(target == NO_ID)[0]
+                if not len(missing):
+                    break
+                if f'"{key}"'.encode() not in data:  # no row names the key: skip the regex
+                    continue
+                sub = extra_col if len(missing) == n else extra_col.take(pa.array(missing))
+                named = np.asarray(pc.match_substring(sub, f'"{key}"').fill_null(False).to_numpy(zero_copy_only=False))
+                rows_ = missing[named]
                 if not len(rows_):
                     continue
-                sub = extra_col if len(rows_) == n else extra_col.take(pa.array(rows_))
+                sub = sub.filter(pa.array(named)) if len(rows_) < len(missing) else sub
                 got = pc.extract_regex(sub, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
                 target[rows_] = _ints(pc.struct_field(got, [0]), len(rows_))
 
