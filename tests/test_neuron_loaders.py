@@ -150,6 +150,39 @@ def test_missing_optional_columns(tmp_path: Path) -> None:
     assert profile.meta.backend == "NEURON"
 
 
+def test_parquet_args_stay_with_their_rows(tmp_path: Path) -> None:
+    """Args are built column-wise in Arrow: rows without any args (no id, flow ids or attributes) between rows
+    with them must not shift the others (pyarrow's join with null_handling="skip" drops such rows); the
+    trace_event_source "" falls back to the name for every row; External ids come from the attributes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    t0 = 1_700_000_000_000_000_000
+    rows = [
+        {"id": 1, "name": "a", "extra_attributes_json": None, "flow_id": None, "trace_event_source": "neuron_rt"},
+        {"id": None, "name": "nc_exec_running", "extra_attributes_json": None, "flow_id": None, "trace_event_source": ""},
+        {"id": None, "name": "c", "extra_attributes_json": ' {"k": "v", "External id": 5} ', "flow_id": ["7", "8"],
+         "trace_event_source": ""},
+        {"id": 4, "name": "d", "extra_attributes_json": "{}", "flow_id": [], "trace_event_source": "neuron_rt"},
+    ]
+    for k, r in enumerate(rows):
+        r.update(start_ts=t0 + k * 1000, end_ts=t0 + k * 1000 + 500)
+    pq.write_table(pa.Table.from_pylist(rows), exp / "SystemProfileEvents.parquet")
+    b = ProfileBuilder()
+    load_parquet_export(exp, b)
+    p = b.finish()
+    by_name = {p.names[p.name[i]]: i for i in range(len(p))}
+    assert p.args(by_name["a"]) == {"id": "1"}
+    assert p.args(by_name["nc_exec_running"]) == {}
+    assert p.args(by_name["c"]) == {"flow_id": ["7", "8"], "k": "v", "External id": 5}
+    assert p.args(by_name["d"]) == {"id": "4"}
+    assert int(p.ext[by_name["c"]]) == 5 and int(p.ext[by_name["a"]]) == -1
+    assert p.lane_of(by_name["nc_exec_running"]).subsystem == "neuron_hw"
+    assert p.lane_of(by_name["c"]).subsystem == "neuron_rt"
+
+
 def test_misaligned_clock_is_reported(tmp_path: Path) -> None:
     gen = _generator()
     cap = gen.build_capture("naive")

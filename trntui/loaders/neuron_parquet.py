@@ -295,15 +295,21 @@ def _args_store(parts: list[Any], n: int) -> ArgsStore:
     pa, _ = _pyarrow()
     import pyarrow.compute as pc
 
-    parts = [p for p in parts if p.null_count < n]  # (all-null arrays also trip binary_join_element_wise)
+    parts = [p for p in parts if p.null_count < n]
     if not parts:
         z = np.zeros(n, np.int64)
         return ArgsStore(b"", z, z.copy())
-    joined = pc.binary_join_element_wise(*parts, ",", null_handling="skip")
+    # ",part" or "" per part, joined; the leading comma dropped. (Not binary_join_element_wise's
+    # null_handling="skip": pyarrow 26 drops the rows where every input is null, misaligning the result.)
+    pieces = [pc.binary_join_element_wise(",", p, "").fill_null("") for p in parts]
+    joined = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else pieces[0]
     anyp = pc.is_valid(parts[0])
     for part in parts[1:]:
         anyp = pc.or_(anyp, pc.is_valid(part))
-    text = pc.if_else(anyp, pc.binary_join_element_wise("{", joined, "}", ""), pa.scalar(None, pa.string()))
+    body = pc.utf8_slice_codeunits(joined, 1)
+    text = pc.if_else(anyp, pc.binary_join_element_wise("{", body, "}", ""), pa.scalar(None, pa.string()))
+    if len(text) != n:  # never silently misalign args and rows
+        raise AssertionError(f"args column has {len(text)} rows, not {n}")
     text = text.fill_null("")
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
