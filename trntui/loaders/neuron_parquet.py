@@ -299,26 +299,30 @@ def _args_store(parts: list[Any], n: int) -> ArgsStore:
     if not parts:
         z = np.zeros(n, np.int64)
         return ArgsStore(b"", z, z.copy())
-    # ",part" or "" per part, joined; the leading comma dropped. (Not binary_join_element_wise's
-    # null_handling="skip": pyarrow 26 drops the rows where every input is null, misaligning the result.)
-    pieces = [pc.binary_join_element_wise(",", p, "").fill_null("") for p in parts]
-    joined = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else pieces[0]
+    # ",part" or "" per part, then "}" where any part is present, joined: ",a,b}"; the leading comma becomes
+    # "{" in the bytes below. (Not binary_join_element_wise's null_handling="skip": pyarrow 26 drops the rows
+    # where every input is null, misaligning the result.)
     anyp = pc.is_valid(parts[0])
     for part in parts[1:]:
         anyp = pc.or_(anyp, pc.is_valid(part))
-    body = pc.utf8_slice_codeunits(joined, 1)
-    text = pc.if_else(anyp, pc.binary_join_element_wise("{", body, "}", ""), pa.scalar(None, pa.string()))
+    pieces = [pc.binary_join_element_wise(",", p, "").fill_null("") for p in parts]
+    closing = pc.if_else(anyp, pa.scalar("}"), pa.scalar(""))
+    text = pc.binary_join_element_wise(*pieces, closing, "")
     if len(text) != n:  # never silently misalign args and rows
         raise AssertionError(f"args column has {len(text)} rows, not {n}")
-    text = text.fill_null("")
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
     _validity, offs_buf, data_buf = text.buffers()
     width = np.int64 if pa.types.is_large_string(text.type) else np.int32
     offs = np.frombuffer(offs_buf, width)[text.offset : text.offset + n + 1].astype(np.int64)
     base = int(offs[0]) if n else 0
-    blob = data_buf.to_pybytes()[base : int(offs[-1])] if data_buf is not None and n else b""
     offs = offs - base
+    starts, ends = offs[:-1], offs[1:]
+    blob = b""
+    if data_buf is not None and n and int(offs[-1]):
+        data = np.frombuffer(data_buf, np.uint8)[base : base + int(offs[-1])].copy()
+        data[starts[ends > starts]] = ord("{")
+        blob = data.tobytes()
     return ArgsStore(blob, offs[:-1].copy(), offs[1:].copy())
 
 
