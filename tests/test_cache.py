@@ -158,3 +158,34 @@ def test_chunked_args_round_trip_through_the_cache(tmp_path, monkeypatch, corpus
     assert again is not None and len(again) == len(fresh)
     assert all(fresh.args_raw[i] == again.args_raw[i] for i in range(len(fresh)))
     assert sum(1 for i in range(len(fresh)) if fresh.args_raw[i]) > 1000
+
+
+def test_neuron_run_is_cached_and_identical(tmp_path, monkeypatch, repo_dir) -> None:
+    """A Neuron run read from an Explorer export is cached like a Kineto run: the re-open gives the same table
+    (device time from the system trace), chains and metadata; changing any export file is a miss."""
+    from trntui import cache as C
+    from trntui.analysis.chains import follow
+    from trntui.analysis.key_averages import key_averages
+    from trntui.loaders import find_runs, load_run
+
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", "0")
+    src = repo_dir / "sample_profiles" / "neuron" / "naive"
+    shutil.copytree(src, tmp_path / "naive")
+    run = find_runs(tmp_path / "naive")[0]
+    assert run.inputs and any(p.suffix == ".parquet" for p in run.inputs)
+    fresh = load_run(run, cache=True)
+    again = C.load(run)
+    assert again is not None
+    ta, tb = key_averages(fresh), key_averages(again)
+    assert ta.name == tb.name and np.array_equal(ta.self_device_time_total, tb.self_device_time_total)
+    assert tb.backend == "NEURON" and again.meta.device_kind == "neuron" and again.meta.notes == fresh.meta.notes
+    again.cache.clear()  # links, device time and chains rebuilt from the cached columns
+    assert np.array_equal(key_averages(again).self_device_time_total, ta.self_device_time_total)
+    i = int(np.nonzero(np.asarray(fresh.names, object)[fresh.name] == "aten::mul")[0][0])
+    ca, cb = follow(fresh, i), follow(again, i)
+    assert [[h.name for h in br] for br in ca.branches] == [[h.name for h in br] for br in cb.branches]
+    assert any(h.name == "nc_exec_running" for br in cb.branches for h in br)
+    parquet = next(p for p in run.inputs if p.suffix == ".parquet")
+    os.utime(parquet, ns=(1, 1))
+    assert C.load(find_runs(tmp_path / "naive")[0]) is None  # a changed export file is a miss

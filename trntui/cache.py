@@ -10,8 +10,9 @@ Stored: the event columns, names, categories, lanes, flows, metadata, the raw `a
 with per-event offsets, so `Profile.args(i)` works as before), and the default key_averages table, so
 `trntui summary` on a cached run does no parsing and no aggregation.
 
-Only runs made of Kineto files are cached (Neuron system traces load through other loaders), and only when
-the files are big enough to be worth it (`TRNTUI_CACHE_MIN_BYTES`, default 8 MB). `TRNTUI_NO_CACHE=1`
+Runs whose every input file is known are cached: Kineto traces, and Neuron runs read from an Explorer export
+(their trace.json, every file of the export and mapping files make the key; a raw capture converted by an
+external tool is not cached), and only when the files are big enough to be worth it (`TRNTUI_CACHE_MIN_BYTES`, default 8 MB). `TRNTUI_NO_CACHE=1`
 disables the cache; `trntui summary --no-cache` bypasses it for one command.
 """
 
@@ -81,10 +82,19 @@ def _version() -> str:
     return __version__
 
 
+def _inputs(run: Any) -> list[Path] | None:
+    """Every file the run is read from: its Kineto traces, plus the declared inputs of its other loaders
+    (Neuron exports); None when a loader's inputs are not known."""
+    if getattr(run, "extra_loaders", None):
+        inputs = getattr(run, "inputs", None)
+        return list(inputs) if inputs else None
+    return list(getattr(run, "framework_traces", []) or [])
+
+
 def cacheable(run: Any) -> bool:
-    """Only pure-Kineto runs, whose files are all readable and big enough together."""
-    files = list(getattr(run, "framework_traces", []) or [])
-    if not files or getattr(run, "extra_loaders", None):
+    """Runs whose every input file is known (Kineto traces, Neuron exports), readable and big enough together."""
+    files = _inputs(run)
+    if not files:
         return False
     try:
         total = sum(Path(f).stat().st_size for f in files)
@@ -114,7 +124,7 @@ def load(run: Any) -> Any | None:
     """The cached `Profile` of `run`, or None (not cacheable, no entry, stale entry, unreadable entry)."""
     if not enabled() or not cacheable(run):
         return None
-    files = list(run.framework_traces)
+    files = _inputs(run) or []
     d = entry_dir(files)
     try:
         meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
@@ -201,7 +211,7 @@ def store(run: Any, profile: Any, *, with_table: bool = True) -> Path | None:
     """Write `profile` (and its default key_averages table) as the entry of `run`. Never raises for I/O."""
     if not enabled() or not cacheable(run):
         return None
-    files = list(run.framework_traces)
+    files = _inputs(run) or []
     try:
         stamp = _stamp(files)
     except OSError:

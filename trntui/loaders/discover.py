@@ -27,6 +27,9 @@ class Run:
     extra_loaders: list[Callable[[Any], None]] = field(default_factory=list)
     """Loaders for non-Kineto sources (Neuron system traces); each takes the `ProfileBuilder`."""
     notes: list[str] = field(default_factory=list)
+    inputs: list[Path] | None = None
+    """Every file the extra loaders read, when the discoverer knows them (the parsed-profile cache is keyed by
+    them); None: unknown (e.g. a raw capture converted by an external tool), so such a run is not cached."""
 
 
 def is_chrome_trace(path: Path) -> bool:

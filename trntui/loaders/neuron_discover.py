@@ -555,6 +555,10 @@ def run_for(s: Session, root: Path) -> Run:
     run.notes = [p for p in s.problems if "NEFF" in p or "empty" in p]
     if run.notes:
         run.extra_loaders.append(_notes_loader(list(run.notes)))
+    if s.exports:  # what the loaders read, for the cache's key (a converted raw capture is not cached)
+        export = s.exports[0].path
+        files = sorted(f for f in export.rglob("*") if f.is_file()) if export.is_dir() else [export]
+        run.inputs = list(s.framework) + files + sorted(mappings)
     return run
 
 
