@@ -143,9 +143,16 @@ def run_worker(case: str, path: Path, env: dict | None = None, python: str | Non
         import shutil
 
         os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
-        from trntui.cache import entry_dir
+        from trntui.cache import _inputs, entry_dir
+        from trntui.loaders import find_runs
 
-        shutil.rmtree(entry_dir([path]), ignore_errors=True)
+        for run in find_runs(path):  # the entry is keyed by every input file of the run (Neuron: the export too)
+            shutil.rmtree(entry_dir(_inputs(run) or [path]), ignore_errors=True)
+    # Peak RSS comes from /usr/bin/time, which runs the command as its own (small) child: a child forked from
+    # this big bench process inherits this process's high-water mark in wait4's ru_maxrss, even after exec.
+    timer = Path("/usr/bin/time")
+    if timer.exists():
+        cmd = [str(timer), "-f", "BENCH_MAXRSS_KB=%M", *cmd]
     full_env = dict(os.environ, TRNTUI_CACHE_DIR=str(CACHE_DIR), PYTHONPATH=str(ROOT))
     full_env.update(env or {})
     t = time.perf_counter()
@@ -159,6 +166,9 @@ def run_worker(case: str, path: Path, env: dict | None = None, python: str | Non
     if proc.returncode != 0:
         raise RuntimeError(f"{case} failed ({proc.returncode}): {err_b.decode(errors='replace')[-2000:]}")
     res = {"wall": wall, "maxrss_mb": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}
+    marks = [ln for ln in err_b.decode(errors="replace").splitlines() if ln.startswith("BENCH_MAXRSS_KB=")]
+    if marks:
+        res["maxrss_mb"] = int(marks[-1].split("=", 1)[1]) / 1024
     if not case.startswith("summary"):
         res.update(json.loads(out_b.decode().strip().splitlines()[-1]))
     if case == "summary_streamed" and b"streamed to stay within the memory budget" not in out_b:
