@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from trntui.errors import LoadError
+from trntui.loaders.jsonutil import open_trace
 from trntui.model.args import ArgsStore, Blobs
 from trntui.progress import report
 
@@ -43,15 +44,7 @@ def _temp() -> BinaryIO:
 def map_trace(path: Path) -> tuple[mmap.mmap, list[str]]:
     """The trace's (inflated) bytes as a read-only memory map, and notes on anything recovered."""
     notes: list[str] = []
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise LoadError(path, "no such file") from None
-    except IsADirectoryError:
-        raise LoadError(path, "is a directory, expected a trace file") from None
-    except OSError as exc:
-        raise LoadError(path, f"cannot read: {exc.strerror or exc}") from None
-    with f:
+    with open_trace(path) as f:
         gz = f.read(2) == b"\x1f\x8b"
         f.seek(0)
         if gz:

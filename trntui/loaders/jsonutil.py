@@ -7,7 +7,7 @@ import json
 import re
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -30,19 +30,28 @@ def decode_args(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def read_bytes(path: Path) -> tuple[bytes, list[str]]:
-    """The file's content, gunzipped when it starts with the gzip magic; notes on anything recovered.
-
-    A truncated gzip stream yields what could be decompressed (a killed process leaves half a file) and a note.
-    """
+def open_trace(path: Path) -> BinaryIO:
+    """The file opened for reading, or a one-line `LoadError` saying why it cannot be."""
     try:
-        data = path.read_bytes()
+        return open(path, "rb")
     except FileNotFoundError:
         raise LoadError(path, "no such file") from None
     except IsADirectoryError:
         raise LoadError(path, "is a directory, expected a trace file") from None
     except OSError as exc:
         raise LoadError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_bytes(path: Path) -> tuple[bytes, list[str]]:
+    """The file's content, gunzipped when it starts with the gzip magic; notes on anything recovered.
+
+    A truncated gzip stream yields what could be decompressed (a killed process leaves half a file) and a note.
+    """
+    with open_trace(path) as f:
+        try:
+            data = f.read()
+        except OSError as exc:
+            raise LoadError(path, f"cannot read: {exc.strerror or exc}") from None
     notes: list[str] = []
     if data[:2] == GZIP_MAGIC:
         try:
