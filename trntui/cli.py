@@ -44,6 +44,22 @@ PROGRESS_COMMANDS = ("summary", "compare")
 """Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
 
 
+def add_part_options(p: argparse.ArgumentParser, also: str = "") -> None:
+    """`--steps N-M` and `--window T0:T1` (trntui/analysis/select.py) for commands that can show part of a trace;
+    `also` ends each help text (what else the command does with the part)."""
+    p.add_argument(
+        "--steps",
+        metavar="N-M",
+        help="only events inside these ProfilerStep#N windows, e.g. 3-5 or 3,7-9 (device rows follow their op)" + also,
+    )
+    p.add_argument(
+        "--window",
+        metavar="T0:T1",
+        help="only events starting in this time window, relative to the timeline's +0 (ns/us/ms/s, default ms), "
+        "e.g. 100ms:250ms or :2s" + also,
+    )
+
+
 def add_memory_budget_option(p: argparse.ArgumentParser) -> None:
     """`--memory-budget SIZE` for commands that load traces (trntui/memory.py)."""
     p.add_argument(

@@ -23,19 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="which run to open when the directory holds several (variant or rank directory name); "
         "without it the explorer asks",
     )
-    p.add_argument(
-        "--steps",
-        metavar="N-M",
-        help="count only these ProfilerStep#N windows in the ops table (e.g. 3-5) and open the timeline on them",
-    )
-    p.add_argument(
-        "--window",
-        metavar="T0:T1",
-        help="count only events starting in this window (relative to the timeline's +0; ns/us/ms/s, default ms) "
-        "and open the timeline on it",
-    )
-    from trntui.cli import add_memory_budget_option
+    from trntui.cli import add_memory_budget_option, add_part_options
 
+    add_part_options(p, "; the ops table counts only them and the timeline opens fitted to them")
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 

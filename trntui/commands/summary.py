@@ -29,24 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also print, per hardware lane, busy and idle time and the largest gaps between executions",
     )
-    p.add_argument(
-        "--steps",
-        metavar="N-M",
-        help="only events inside these ProfilerStep#N windows, e.g. 3-5 or 3,7-9 (device rows follow their op)",
-    )
-    p.add_argument(
-        "--window",
-        metavar="T0:T1",
-        help="only events starting in this time window, relative to the timeline's +0 (ns/us/ms/s, default ms), "
-        "e.g. 100ms:250ms or :2s",
-    )
+    from trntui.cli import add_memory_budget_option, add_part_options
+
+    add_part_options(p)
     p.add_argument(
         "--no-cache",
         action="store_true",
         help="parse the trace again instead of using (and writing) the parsed-profile cache",
     )
-    from trntui.cli import add_memory_budget_option
-
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 
@@ -69,17 +59,23 @@ def run(args: argparse.Namespace) -> int:
     many = len(runs) > 1
     docs = []
     failures = 0
+
+    def skip(exc: TrntuiError, prefix: str = "") -> None:
+        """One run of several failed: one line on stderr (after erasing the progress line), go on."""
+        nonlocal failures
+        if not many:
+            raise exc
+        from trntui.textsafe import safe_text
+
+        finished()
+        failures += 1
+        print(f"trntui: error: {safe_text(prefix)}{safe_text(exc)}", file=sys.stderr)
+
     for run in runs:
         try:
             profile = load_run(run, cache=not getattr(args, "no_cache", False))
         except LoadError as exc:
-            if not many:
-                raise
-            finished()
-            failures += 1
-            from trntui.textsafe import safe_text
-
-            print(f"trntui: error: {safe_text(exc)}", file=sys.stderr)
+            skip(exc)
             continue
         subset = None
         if getattr(args, "steps", None) or getattr(args, "window", None):
@@ -88,13 +84,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 subset = select_events(profile, steps_spec=args.steps, window_spec=args.window)
             except TrntuiError as exc:
-                if not many:
-                    raise
-                finished()
-                failures += 1
-                from trntui.textsafe import safe_text
-
-                print(f"trntui: error: {safe_text(run.name)}: {safe_text(exc)}", file=sys.stderr)
+                skip(exc, f"{run.name}: ")
                 continue
         table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes, events=subset)
         finished()  # the progress line (on a terminal) is erased before anything is printed
