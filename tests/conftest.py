@@ -10,6 +10,18 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = (REPO / ".." / "shared" / "corpus" / "kineto").resolve()
 
 
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run `trntui ARGV` in-process: (exit code, stdout, stderr); argparse's own exits count as exit codes."""
+    from trntui.cli import main
+
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The real Kineto traces (HTA test data, MIT) that every build must load."""

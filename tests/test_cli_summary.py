@@ -8,13 +8,7 @@ import json
 
 import pytest
 
-from trntui.cli import main
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
+from .conftest import run_cli as run
 
 
 def test_table_has_torch_columns_and_footer(capsys, corpus_dir) -> None:

@@ -10,11 +10,7 @@ import pytest
 
 from trntui.cli import main
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
+from .conftest import run_cli as run
 
 
 @pytest.fixture(scope="module")

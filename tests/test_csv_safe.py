@@ -12,20 +12,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from malformed import valid_trace
 
-from trntui.cli import main
 from trntui.textsafe import csv_safe
+
+from .conftest import run_cli
 
 FORMULA = '=HYPERLINK("http://x")'
 NAMES = (FORMULA, "-cmd", "aten::add")
-
-
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) else 2
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _trace(path: Path, n_steps: int = 3) -> Path:
@@ -43,7 +35,7 @@ def test_csv_safe_guards_formula_starts_only() -> None:
 
 def test_summary_csv_guards_names_keeps_numbers(tmp_path: Path, capsys) -> None:
     trace = _trace(tmp_path / "run" / "trace.json")
-    rc, out, err = _run(["summary", "--format", "csv", "--limit", "-1", str(trace)], capsys)
+    rc, out, err = run_cli(capsys, *["summary", "--format", "csv", "--limit", "-1", str(trace)])
     assert rc == 0, err
     rows = list(csv.DictReader(io.StringIO(out)))
     names = {r["name"] for r in rows}
@@ -58,8 +50,7 @@ def test_summary_csv_guards_names_keeps_numbers(tmp_path: Path, capsys) -> None:
 def test_compare_csv_guards_names_keeps_negative_numbers(tmp_path: Path, capsys) -> None:
     a = _trace(tmp_path / "a" / "trace.json", n_steps=3)
     b = _trace(tmp_path / "-b" / "trace.json", n_steps=2)  # fewer calls: negative deltas
-    rc, out, err = _run(["compare", "--no-tui", "--format", "csv", "--limit", "-1", str(a.parent), str(b.parent)],
-                        capsys)
+    rc, out, err = run_cli(capsys, *["compare", "--no-tui", "--format", "csv", "--limit", "-1", str(a.parent), str(b.parent)])
     assert rc == 0, err
     summary, ops = out.split("\n\n")
     runs = list(csv.DictReader(io.StringIO(summary)))

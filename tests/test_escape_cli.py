@@ -18,8 +18,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from malformed import HOSTILE_NAMES, hostile_trace, valid_trace  # noqa: E402
 
-from trntui.cli import build_parser, main  # noqa: E402
+from trntui.cli import build_parser  # noqa: E402
 from trntui.textsafe import safe_text  # noqa: E402
+
+from .conftest import run_cli
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """Anything a terminal could act on (newline and tab aside)."""
@@ -30,15 +32,6 @@ HOSTILE_DIR = "run\x1b[2J\x07[bold]x[red]"
 def _commands() -> set[str]:
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     return set(sub.choices)
-
-
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) else 2
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _assert_clean(out: str, err: str) -> None:
@@ -72,7 +65,7 @@ def test_safe_text_escapes_every_control_character() -> None:
 @pytest.mark.parametrize("fmt", ["table", "csv", "json", "markdown"])
 @pytest.mark.parametrize("extra", [[], ["--group-by-input-shapes"], ["--gaps"], ["--sort", "name", "--limit", "-1"]])
 def test_summary_output_is_literal(fmt: str, extra: list[str], hostile: Path, capsys) -> None:
-    rc, out, err = _run(["summary", "--format", fmt, *extra, str(hostile)], capsys)
+    rc, out, err = run_cli(capsys, *["summary", "--format", fmt, *extra, str(hostile)])
     assert rc == 0, err
     _assert_clean(out, err)
     if fmt == "json":
@@ -105,7 +98,7 @@ def test_multi_run_titles_errors_and_notes_are_escaped(tmp_path: Path, capsys) -
     bad.mkdir()
     (bad / "trace.json").write_bytes(b"")
     for fmt in ("table", "markdown", "csv", "json"):
-        rc, out, err = _run(["summary", "--format", fmt, str(root)], capsys)
+        rc, out, err = run_cli(capsys, *["summary", "--format", fmt, str(root)])
         assert rc == 0
         _assert_clean(out, err)
         assert err.count("trntui: error: ") == 1 and "bad\\x1b]52;c;QQ==\\x07run" in err
@@ -121,14 +114,14 @@ def test_error_messages_are_escaped(tmp_path: Path, capsys) -> None:
         if data is not None:
             p.write_bytes(data)
         for cmd in ("summary",) + (("info",) if "info" in _commands() else ()):
-            rc, out, err = _run([cmd, str(p)], capsys)
+            rc, out, err = run_cli(capsys, *[cmd, str(p)])
             _assert_clean(out, err)
             if cmd == "summary":
                 assert rc == 2 and len(err.splitlines()) == 1 and safe_text(str(p)) in err
 
 
 def test_bad_sort_key_is_escaped(hostile: Path, capsys) -> None:
-    rc, out, err = _run(["summary", "--sort", "\x1b[2Jnope", str(hostile)], capsys)
+    rc, out, err = run_cli(capsys, *["summary", "--sort", "\x1b[2Jnope", str(hostile)])
     assert rc == 2
     _assert_clean(out, err)
 
@@ -141,13 +134,13 @@ def test_compare_output_is_literal(fmt: str, hostile: Path, tmp_path: Path, caps
     other.mkdir()
     (other / "trace.json").write_bytes(valid_trace())
     shutil.copy(hostile, other / "hostile.pt.trace.json")
-    rc, out, err = _run(["compare", "--no-tui", "--format", fmt, str(hostile), str(other), "--limit", "-1"], capsys)
+    rc, out, err = run_cli(capsys, *["compare", "--no-tui", "--format", fmt, str(hostile), str(other), "--limit", "-1"])
     assert rc == 0, err
     _assert_clean(out, err)
     assert "[bold red]x[/]" in out
-    rc, out, err = _run(["compare", "--no-tui", "--fail-if", "span > 0", str(hostile), str(other)], capsys)
+    rc, out, err = run_cli(capsys, *["compare", "--no-tui", "--fail-if", "span > 0", str(hostile), str(other)])
     _assert_clean(out, err)
-    rc, out, err = _run(["compare", "--no-tui", "--filter", "\x1b[2J(", str(hostile), str(other)], capsys)
+    rc, out, err = run_cli(capsys, *["compare", "--no-tui", "--filter", "\x1b[2J(", str(hostile), str(other)])
     _assert_clean(out, err)
 
 
@@ -156,7 +149,7 @@ def test_info_output_is_literal(fmt: str, hostile: Path, capsys) -> None:
     if "info" not in _commands():
         pytest.skip("no info command in this build")
     for target in (hostile, hostile.parent, hostile.parent.parent):
-        rc, out, err = _run(["info", "--format", fmt, str(target)], capsys)
+        rc, out, err = run_cli(capsys, *["info", "--format", fmt, str(target)])
         _assert_clean(out, err)
         assert rc in (0, 2)
 
