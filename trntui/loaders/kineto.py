@@ -192,7 +192,7 @@ _PAR_CHUNK = 4 << 20
 """Chunk size of the two-process decode: small enough that the two processes finish close together."""
 
 
-def _cut_points(inner: memoryview, step: int) -> list[tuple[int, int]] | None:
+def _cut_points(inner: memoryview, step: int) -> list[tuple[int, int]]:
     """(start, end) of ~`step`-byte pieces of the event array, cut at candidate event boundaries."""
     pieces = []
     a = 0
@@ -263,7 +263,7 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: _Cl
         if progress is not None:
             front, back, _ = claims.view.tolist()
             share = (front + len(pieces) - back) / len(pieces)
-            report("decoding", progress[0] + int(share * (len(inner))), progress[1])
+            report("decoding", progress[0] + int(share * len(inner)), progress[1])
     return done
 
 
@@ -272,7 +272,7 @@ def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] 
     forked child from the back, until they meet (so both finish together whatever the content). The child's
     columns come back as msgpack in a temporary file. None when a piece is not valid or the child fails."""
     pieces = _cut_points(inner, _PAR_CHUNK)
-    if not pieces or len(pieces) < 2:
+    if len(pieces) < 2:
         return None
     try:  # the child writes its columns here (RAM-backed when /dev/shm exists): it never waits for a reader
         out = tempfile.TemporaryFile(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
