@@ -144,3 +144,21 @@ def test_multi_file_run_over_budget_is_not_skipped(tmp_path, corpus_dir) -> None
         pytest.skip("this layout gives one run per file")
     with pytest.raises(OverBudget):
         load_run(target, cache=False, memory_budget="1M")
+
+
+def test_neuron_export_over_budget_is_refused_before_reading(repo_dir, monkeypatch, capsys) -> None:
+    """A Neuron Parquet export is not streamed: a budget it cannot fit (rows from the Parquet footers) refuses it
+    with one line, exit 2; a budget it fits loads it."""
+    from trntui.loaders import neuron_parquet
+
+    sample = repo_dir / "sample_profiles" / "neuron" / "naive"
+    monkeypatch.setattr(memory, "NEURON_BYTES_PER_ROW", 1 << 30)  # every row "needs" 1 GiB
+    read = []
+    monkeypatch.setattr(neuron_parquet, "read_system_rows", lambda d: read.append(d))
+    rc = main(["summary", "--memory-budget", "2G", str(sample)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "this Neuron export (" in err and "system-trace rows) needs about" in err and "over the memory budget of 2.00 GiB" in err
+    assert read == []  # refused before the rows were read
+    monkeypatch.undo()
+    assert _load(sample, "2G").meta.device_kind == "neuron"

@@ -9,7 +9,8 @@ A Kineto trace is loaded one of two ways (trntui/loaders/kineto.py):
   per event at the peak.
 
 The budget picks the first one that fits and refuses the load, before reading it all, when not even the
-streamed form fits: a one-line error that says what it would need. Default: `$TRNTUI_MEMORY_BUDGET`, else 80%
+streamed form fits: a one-line error that says what it would need. A Neuron Parquet export is checked before it
+is read (`NEURON_BYTES_PER_ROW` times the rows in its Parquet footers) and refused when it does not fit. Default: `$TRNTUI_MEMORY_BUDGET`, else 80%
 of the memory available when the load starts (`MemAvailable`), so a trace too big for the machine is streamed
 instead of being killed by the OOM killer.
 """
@@ -31,6 +32,10 @@ STREAMED_BYTES_PER_EVENT = 260
 
 STREAMED_FIXED_BYTES = 100 << 20
 """Interpreter, libraries, one decoded chunk."""
+
+NEURON_BYTES_PER_ROW = 900
+"""Peak memory per system-trace row of a Neuron Parquet export (bench: ~1.5 GB for 1.5M rows plus a 0.5M-event
+trace.json). Such exports are not streamed: a budget they do not fit refuses them before they are read."""
 
 _SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*\Z", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

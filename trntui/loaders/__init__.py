@@ -38,6 +38,8 @@ def load_run(run: Run, *, cache: bool = True, memory_budget: str | int | None = 
     from trntui.loaders.kineto import load_kineto_into
 
     failures: list[LoadError] = []
+    builder.memory_budget = budget
+
     def left() -> int | None:
         return None if budget is None else max(budget - builder.nbytes, 1)
 

@@ -446,6 +446,23 @@ def describe_export(directory: Path) -> dict[str, Any]:
     return out
 
 
+def _check_budget(directory: Path, builder: ProfileBuilder) -> None:
+    """Refuse the export, before reading it, when its rows (counted from the Parquet footers) cannot fit."""
+    budget = getattr(builder, "memory_budget", None)
+    if budget is None:
+        return
+    from trntui import memory
+
+    try:
+        _pa, pq = _pyarrow()
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in table_files(directory, EVENTS))
+    except Exception:  # noqa: BLE001 - an unreadable footer is reported by the read itself
+        return
+    needed = builder.nbytes + memory.STREAMED_FIXED_BYTES + rows * memory.NEURON_BYTES_PER_ROW
+    if needed > budget:
+        raise memory.over_budget(directory, needed, budget, f"this Neuron export ({rows:,} system-trace rows)")
+
+
 def load_parquet_export(
     directory: str | Path,
     builder: ProfileBuilder,
@@ -458,6 +475,7 @@ def load_parquet_export(
     directory = Path(directory)
     label = label or directory.name
     meta = builder.meta
+    _check_budget(directory, builder)
     rows = read_system_rows(directory)
     meta.sources.append(str(directory))
     info: dict[str, Any] = {"export": str(directory), "format": "parquet"}

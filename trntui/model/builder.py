@@ -25,6 +25,8 @@ class ProfileBuilder:
         self._args: list[Sequence[Any]] = []
         self._flows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._count = 0
+        self.memory_budget: int | None = None
+        """Bytes the load may use (trntui/memory.py), for loaders that check before reading; None: no limit."""
 
     # -- interning ----------------------------------------------------------------------------------
     def intern_name(self, name: str) -> int:
