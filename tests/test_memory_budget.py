@@ -24,9 +24,10 @@ def _load(path: Path, budget):
 
 @pytest.fixture
 def small_stream(monkeypatch):
-    """Streaming thresholds scaled to test traces: 64 KB chunks, no fixed cost, 1 byte per event."""
+    """Streaming thresholds scaled to test traces: 64 KB chunks, no fixed costs, 1 byte per event."""
     monkeypatch.setattr(K, "_CHUNK_BYTES", 64 << 10)
     monkeypatch.setattr(memory, "STREAMED_FIXED_BYTES", 0)
+    monkeypatch.setattr(memory, "STREAMED_CHILD_BYTES", 0)
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 1)
 
 
@@ -162,3 +163,40 @@ def test_neuron_export_over_budget_is_refused_before_reading(repo_dir, monkeypat
     assert read == []  # refused before the rows were read
     monkeypatch.undo()
     assert _load(sample, "2G").meta.device_kind == "neuron"
+
+
+@pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "rocm_mi250_train.json.gz"])
+def test_two_process_streamed_load_equals_in_memory_load(corpus_dir, small_stream, monkeypatch, name) -> None:
+    """Streamed with the forked decoder (pieces from both ends, one shared spill file): the same profile."""
+    monkeypatch.setattr(K, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(K, "_PAR_CHUNK", 16 << 10)
+    forked = []
+    real = K._decode_parallel
+    monkeypatch.setattr(K, "_decode_parallel", lambda *a: forked.append(r := real(*a)) or r)
+    path = corpus_dir / name
+    full = _load(path, "none")
+    forked.clear()
+    streamed = _load(path, int(memory.json_size(path) * memory.FULL_LOAD_FACTOR) - 1)
+    assert forked and forked[0] is not None  # the two-process path ran and succeeded
+    assert any("streamed to stay within the memory budget" in n for n in streamed.meta.notes)
+    _assert_same(full, streamed)
+
+
+def test_two_process_streamed_projection_refuses(corpus_dir, small_stream, monkeypatch) -> None:
+    monkeypatch.setattr(K, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(K, "_PAR_CHUNK", 256 << 10)
+    monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)
+    with pytest.raises(OverBudget, match=r"even streamed, this trace \(about 0\.\dM events\)"):
+        _load(corpus_dir / "cuda_ns_resolution_68k.json.gz", 30 << 20)
+
+
+def test_a_marginal_early_projection_does_not_refuse(corpus_dir, small_stream, monkeypatch) -> None:
+    """Bytes per event vary along a trace: mid-decode the load is refused only when clearly over (25%); the
+    exact check at the end of the decode refuses as soon as it is over."""
+    path = corpus_dir / "cuda_ns_resolution_68k.json.gz"
+    events = sum(p.n for p in K._decode_chunked(gzip.decompress(path.read_bytes()))[0])
+    monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 100)
+    exact = events * 100
+    assert _load(path, exact).meta.notes  # exactly at the budget: loads
+    with pytest.raises(OverBudget):
+        _load(path, exact - 1)  # one byte under: refused by the final check

@@ -33,6 +33,9 @@ STREAMED_BYTES_PER_EVENT = 260
 STREAMED_FIXED_BYTES = 100 << 20
 """Interpreter, libraries, one decoded chunk."""
 
+STREAMED_CHILD_BYTES = 50 << 20
+"""What a forked decoder adds to a streamed load (one ~4 MB piece's objects, its unshared interpreter pages)."""
+
 NEURON_BYTES_PER_ROW = 900
 """Peak memory per system-trace row of a Neuron Parquet export (bench: ~1.5 GB for 1.5M rows plus a 0.5M-event
 trace.json). Such exports are not streamed: a budget they do not fit refuses them before they are read."""

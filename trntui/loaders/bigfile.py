@@ -10,6 +10,7 @@ profile reads args from it lazily, as it does from the cache. Both files live in
 from __future__ import annotations
 
 import mmap
+import os
 import tempfile
 import zlib
 from collections.abc import Sequence
@@ -89,19 +90,36 @@ def _inflate(f: BinaryIO, out: BinaryIO, path: Path) -> bool:
 
 
 class ArgsSpill:
-    """Args bytes of a streamed load, on disk: `put` appends a chunk's blob, `concat` maps the file back."""
+    """Args bytes of a streamed load, on disk: `put` appends a chunk's blob, `concat` maps the file back.
+
+    The write position lives in a shared anonymous map, so a forked decoder appends to the same file: space is
+    reserved under the caller's lock, then written with `pwrite` at its own offset."""
 
     def __init__(self) -> None:
         self.file = _temp()
-        self.size = 0
+        self._end = np.frombuffer(mmap.mmap(-1, 8), np.int64)
 
-    def put(self, store: ArgsStore) -> ArgsStore:
-        """Write `store`'s blob; the returned store's offsets point into the spill file."""
+    @property
+    def size(self) -> int:
+        return int(self._end[0])
+
+    def put(self, store: ArgsStore, lock: Any = None) -> ArgsStore:
+        """Write `store`'s blob; the returned store's offsets point into the spill file. `lock()`: a context
+        manager that serialises the reservation with another process."""
         blob = store.blob
-        base = self.size
+        if lock is None:
+            base = self.size
+            self._end[0] = base + len(blob)
+        else:
+            with lock():
+                base = self.size
+                self._end[0] = base + len(blob)
+        at = base
         for piece in blob.blobs if isinstance(blob, Blobs) else [blob]:
-            self.file.write(piece)
-        self.size += len(blob)
+            view = memoryview(piece).cast("B")
+            while view:
+                written = os.pwrite(self.file.fileno(), view, at)
+                view, at = view[written:], at + written
         return ArgsStore(self, store.starts + base, store.ends + base)
 
     def concat(self, stores: Sequence[Any]) -> ArgsStore:

@@ -16,6 +16,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import compress, repeat
 from operator import attrgetter, is_not
 from pathlib import Path
@@ -210,18 +211,29 @@ class _Claims:
     """Which pieces are taken, shared by the parent (from the front) and the child (from the back) through an
     anonymous shared map; a one-byte token in a pipe is the lock."""
 
+    OVER_BUDGET = 2
+    """`failed` value: a streamed load's projection went over the budget (`needed` holds the bytes)."""
+
     def __init__(self, count: int) -> None:
-        self.mem = mmap.mmap(-1, 24)
-        self.view = np.frombuffer(self.mem, np.int64)  # front, back, failed
-        self.view[:] = (0, count, 0)
+        self.mem = mmap.mmap(-1, 56)
+        # front, back, failed, events, consumed bytes, needed bytes, projected events (the last four: streamed)
+        self.view = np.frombuffer(self.mem, np.int64)
+        self.view[:] = (0, count, 0, 0, 0, 0, 0)
         self.r, self.w = os.pipe()
         os.write(self.w, b"x")
 
-    def take(self, from_back: bool) -> int:
-        """The next piece's index for this side, or -1 when none is left (or the other side failed)."""
+    @contextmanager
+    def locked(self) -> Iterator[None]:
         os.read(self.r, 1)
         try:
-            front, back, failed = self.view.tolist()
+            yield
+        finally:
+            os.write(self.w, b"x")
+
+    def take(self, from_back: bool) -> int:
+        """The next piece's index for this side, or -1 when none is left (or the other side failed)."""
+        with self.locked():
+            front, back, failed = self.view[:3].tolist()
             if failed or front >= back:
                 return -1
             if from_back:
@@ -229,11 +241,10 @@ class _Claims:
                 return back - 1
             self.view[0] = front + 1
             return front
-        finally:
-            os.write(self.w, b"x")
 
-    def fail(self) -> None:
-        self.view[2] = 1
+    def fail(self, why: int = 1) -> None:
+        if not self.view[2]:
+            self.view[2] = why
 
     def close(self) -> None:
         os.close(self.r)
@@ -241,10 +252,12 @@ class _Claims:
 
 
 def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: _Claims, from_back: bool,
-                   progress: tuple[int, int] | None = None, sink: Any = None) -> dict[int, _Part] | None:
+                   progress: tuple[int, int] | None = None, sink: Any = None,
+                   stream: _Stream | None = None, offset: int = 0) -> dict[int, _Part] | None:
     """Decode the pieces this side claims; None when one is not valid on its own (the caller then decodes
     serially, where a cut inside a string is extended to the next candidate). `sink(k, part)` takes each
-    piece at once instead of the returned dict (the child writes it out, so it never holds them all)."""
+    piece at once instead of the returned dict (the child writes it out, so it never holds them all).
+    `stream` (a streamed load): each piece's args are spilled and its pages dropped as soon as it is decoded."""
     done: dict[int, _Part] = {}
     while (k := claims.take(from_back)) >= 0:
         a, e = pieces[k]
@@ -255,19 +268,21 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: _Cl
             return None
         part = _part_of(events)
         del events
+        if stream is not None:
+            stream.after_piece(part, offset + a, offset + e, claims)
         if sink is not None:
             sink(k, part)
         else:
             done[k] = part
         del part
         if progress is not None:
-            front, back, _ = claims.view.tolist()
+            front, back = claims.view[:2].tolist()
             share = (front + len(pieces) - back) / len(pieces)
             report("decoding", progress[0] + int(share * len(inner)), progress[1])
     return done
 
 
-def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] | None:
+def _decode_parallel(inner: memoryview, offset: int, total: int, stream: _Stream | None = None) -> list[_Part] | None:
     """Decode the event array in ~4 MB pieces with two processes: this one takes pieces from the front, a
     forked child from the back, until they meet (so both finish together whatever the content). The child's
     columns come back as msgpack in a temporary file. None when a piece is not valid or the child fails."""
@@ -294,20 +309,22 @@ def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] 
                     while payload:
                         payload = payload[os.write(fd, payload) :]
 
-                if _decode_pieces(inner, pieces, claims, True, sink=write_frame) is not None:
+                if _decode_pieces(inner, pieces, claims, True, sink=write_frame, stream=stream, offset=offset) is not None:
                     code = 0
             finally:
                 os._exit(code)
         done = False
         mine: dict[int, _Part] | None = None
         try:
-            mine = _decode_pieces(inner, pieces, claims, False, (offset, total))
+            mine = _decode_pieces(inner, pieces, claims, False, (offset, total), stream=stream, offset=offset)
             done = True
         finally:
             if not done or mine is None:
                 claims.fail()
             _, status = os.waitpid(pid, 0)
             claims.close()
+        if stream is not None and claims.view[2] == _Claims.OVER_BUDGET:  # the child's projection said so
+            raise stream.over(int(claims.view[5]), int(claims.view[6]))
         if mine is None or status != 0:
             return None
         size = os.fstat(fd).st_size
@@ -319,7 +336,7 @@ def _decode_parallel(inner: memoryview, offset: int, total: int) -> list[_Part] 
             while pos < size:
                 length = int.from_bytes(os.pread(fd, 8, pos), "little")
                 k, packed = msgspec.msgpack.decode(os.pread(fd, length, pos + 8))
-                theirs[k] = _unpack_part(packed)
+                theirs[k] = _unpack_part(packed, stream.spill if stream is not None else None)
                 pos += 8 + length
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError, OSError):
             return None
@@ -350,13 +367,14 @@ def _pack_part(p: _Part) -> list[Any]:
     """One piece's columns as plain msgpack data (arrays as dtype + bytes, kept events as JSON)."""
     x, f = p.x, p.flows
     xs = [x.m, _arr(x.ts), _arr(x.dur), _arr(x.kinds), _ids_enc(x.pid), _ids_enc(x.tid), _ids_enc(x.cat),
-          _ids_enc(x.name), [x.args.blob, _arr(x.args.starts), _arr(x.args.ends)],
+          _ids_enc(x.name), [x.args.blob if isinstance(x.args.blob, bytes) else None, _arr(x.args.starts), _arr(x.args.ends)],
           None if x.links is None else [_arr(x.links[0]), _arr(x.links[1])]]
     fs = None if f is None else [f.n, _arr(f.ts), _ids_enc(f.pid), _ids_enc(f.tid), _arr(f.keys), _ids_enc(f.cat), _arr(f.ph)]
     return [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs]
 
 
-def _unpack_part(packed: list[Any]) -> _Part:
+def _unpack_part(packed: list[Any], spill: Any = None) -> _Part:
+    """A piece's columns from `_pack_part`; args without a blob are in the streamed load's shared `spill`."""
     n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs = packed
     p = _Part()
     p.n, p.n_m, p.n_x, p.n_be, p.n_sft = n, n_m, n_x, n_be, n_sft
@@ -365,7 +383,7 @@ def _unpack_part(packed: list[Any]) -> _Part:
     x.m, x.ts, x.dur, x.kinds = xs[0], _unarr(xs[1]), _unarr(xs[2]), _unarr(xs[3])
     x.pid, x.tid, x.cat, x.name = _ids_dec(xs[4]), _ids_dec(xs[5]), _ids_dec(xs[6]), _ids_dec(xs[7])
     blob, starts, ends = xs[8]
-    x.args = ArgsStore(blob, _unarr(starts), _unarr(ends))
+    x.args = ArgsStore(spill if blob is None else blob, _unarr(starts), _unarr(ends))
     x.links = None if xs[9] is None else (_unarr(xs[9][0]), _unarr(xs[9][1]))
     if fs is None:
         p.flows = None
@@ -457,8 +475,8 @@ def _decode_chunked(data: Any, stream: _Stream | None = None) -> tuple[list[_Par
         return None
     e, top_meta = nxt_end
     view = memoryview(data)
-    if stream is None and _parallel_ok(e - a - 1):
-        halves = _decode_parallel(view[a + 1 : e], a + 1, n)
+    if _parallel_ok(e - a - 1):
+        halves = _decode_parallel(view[a + 1 : e], a + 1, n, stream)
         if halves is not None:
             report("decoding", n, n)
             return halves, top_meta
@@ -823,20 +841,61 @@ class _Stream:
     def __init__(self, path: Path, data: Any, spill: Any, budget: int) -> None:
         self.path, self.data, self.spill, self.budget = path, data, spill, budget
         self.events = 0
+        self.needed = 0
+        self.projected = 0
+        self.processes = 1
 
     def after_chunk(self, part: _Part, consumed: int) -> None:
-
-        from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES, over_budget
-
+        """One process: the chunk ending at byte `consumed` is decoded."""
         part.x.args = self.spill.put(part.x.args)
         self.events += part.n
+        self._drop(0, consumed)
+        self._check(self.events, consumed, processes=1)
+
+    def after_piece(self, part: _Part, a: int, e: int, claims: _Claims) -> None:
+        """Two processes: the piece [a, e) is decoded; spill space and the counters are shared via `claims`."""
+        part.x.args = self.spill.put(part.x.args, claims.locked)
+        self._drop(a, e)
+        with claims.locked():
+            claims.view[3] += part.n
+            claims.view[4] += e - a
+            events, consumed = claims.view[3:5].tolist()
+        try:
+            self._check(events, consumed, processes=2)
+        except LoadError:
+            claims.view[5], claims.view[6] = self.needed, self.projected
+            claims.fail(_Claims.OVER_BUDGET)
+            raise
+
+    def _drop(self, a: int, e: int) -> None:
+        """Give back the pages of [a, e) of the mapped file (they are re-read from disk if ever touched)."""
         page = mmap.PAGESIZE
-        if isinstance(self.data, mmap.mmap) and consumed >= page and hasattr(self.data, "madvise"):
-            self.data.madvise(mmap.MADV_DONTNEED, 0, consumed - consumed % page)
-        projected = self.events * len(self.data) / max(consumed, 1)
-        needed = int(STREAMED_FIXED_BYTES + projected * STREAMED_BYTES_PER_EVENT)
-        if needed > self.budget:
-            raise over_budget(self.path, needed, self.budget, f"even streamed, this trace (about {projected / 1e6:,.1f}M events)")
+        a = -(-a // page) * page
+        e -= e % page
+        if e > a and isinstance(self.data, mmap.mmap) and hasattr(self.data, "madvise"):
+            self.data.madvise(mmap.MADV_DONTNEED, a, e - a)
+
+    def _check(self, events: int, consumed: int, processes: int, final: bool = False) -> None:
+        """Refuse the load when its projected peak exceeds the budget: during the decode only when clearly over
+        (the bytes per event differ along a trace, so an early projection can be off by a few %), at the end,
+        when the count is exact, as soon as it is over (the peak, at the merge, is still ahead)."""
+        from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_CHILD_BYTES, STREAMED_FIXED_BYTES
+
+        self.projected = int(events * len(self.data) / max(consumed, 1))
+        fixed = STREAMED_FIXED_BYTES + (processes - 1) * STREAMED_CHILD_BYTES
+        self.needed = int(fixed + self.projected * STREAMED_BYTES_PER_EVENT)
+        self.processes = processes
+        if self.needed > self.budget * (1.0 if final else 1.25):
+            raise self.over(self.needed, self.projected)
+
+    def finish(self, events: int) -> None:
+        """The decode is done: the exact check (see `_check`)."""
+        self._check(events, len(self.data), self.processes, final=True)
+
+    def over(self, needed: int, events: int) -> LoadError:
+        from trntui.memory import over_budget
+
+        return over_budget(self.path, needed, self.budget, f"even streamed, this trace (about {events / 1e6:,.1f}M events)")
 
 
 def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget: int, size: int) -> None:
@@ -854,7 +913,10 @@ def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        chunked = _decode_chunked(data, _Stream(path, data, spill, budget))
+        stream = _Stream(path, data, spill, budget)
+        chunked = _decode_chunked(data, stream)
+        if chunked is not None:
+            stream.finish(sum(p.n for p in chunked[0]))
         if chunked is None:
             why = "repairing this damaged file (not plain valid JSON, so it cannot be streamed)"
             raise over_budget(path, int(size * FULL_LOAD_FACTOR), budget, why)
