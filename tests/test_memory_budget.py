@@ -27,7 +27,6 @@ def small_stream(monkeypatch):
     """Streaming thresholds scaled to test traces: 64 KB chunks, no fixed costs, 1 byte per event."""
     monkeypatch.setattr(K, "_CHUNK_BYTES", 64 << 10)
     monkeypatch.setattr(memory, "STREAMED_FIXED_BYTES", 0)
-    monkeypatch.setattr(memory, "STREAMED_CHILD_BYTES", 0)
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 1)
 
 

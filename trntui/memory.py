@@ -4,8 +4,8 @@ A Kineto trace is loaded one of two ways (trntui/loaders/kineto.py):
 - in memory: the whole file is read, decoded in chunks (two processes on 2+ cores) and its args bytes kept in
   RAM. Fastest; peak about `FULL_LOAD_FACTOR` x the JSON size (bench/RESULTS.md).
 - streamed: the file is memory-mapped (a gzip file is first inflated into a temporary file), decoded chunk by
-  chunk in this process, the pages already decoded are dropped, and every event's args bytes go to a spill
-  file that is memory-mapped afterwards. RAM holds only the numeric columns: about `STREAMED_BYTES_PER_EVENT`
+  chunk (by two processes on 2+ cores, as in memory), the pages already decoded are dropped, and every event's
+  args bytes go to a spill file that is memory-mapped afterwards. RAM holds only the numeric columns: about `STREAMED_BYTES_PER_EVENT`
   per event at the peak.
 
 The budget picks the first one that fits and refuses the load, before reading it all, when not even the
@@ -32,9 +32,6 @@ STREAMED_BYTES_PER_EVENT = 260
 
 STREAMED_FIXED_BYTES = 100 << 20
 """Interpreter, libraries, one decoded chunk."""
-
-STREAMED_CHILD_BYTES = 50 << 20
-"""What a forked decoder adds to a streamed load (one ~4 MB piece's objects, its unshared interpreter pages)."""
 
 NEURON_BYTES_PER_ROW = 900
 """Peak memory per system-trace row of a Neuron Parquet export (bench: ~1.5 GB for 1.5M rows plus a 0.5M-event

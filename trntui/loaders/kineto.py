@@ -149,7 +149,7 @@ there is not valid JSON, since it ends inside a string or an open object, and is
 
 
 _PARALLEL_MIN_BYTES = 64 << 20
-"""Event arrays this large are decoded by two processes (a forked child takes the second half)."""
+"""Event arrays this large are decoded by two processes (a forked child takes pieces from the back)."""
 
 
 def _parallel_ok(size: int) -> bool:
@@ -843,14 +843,13 @@ class _Stream:
         self.events = 0
         self.needed = 0
         self.projected = 0
-        self.processes = 1
 
     def after_chunk(self, part: _Part, consumed: int) -> None:
         """One process: the chunk ending at byte `consumed` is decoded."""
         part.x.args = self.spill.put(part.x.args)
         self.events += part.n
         self._drop(0, consumed)
-        self._check(self.events, consumed, processes=1)
+        self._check(self.events, consumed)
 
     def after_piece(self, part: _Part, a: int, e: int, claims: _Claims) -> None:
         """Two processes: the piece [a, e) is decoded; spill space and the counters are shared via `claims`."""
@@ -861,7 +860,7 @@ class _Stream:
             claims.view[4] += e - a
             events, consumed = claims.view[3:5].tolist()
         try:
-            self._check(events, consumed, processes=2)
+            self._check(events, consumed)
         except LoadError:
             claims.view[5], claims.view[6] = self.needed, self.projected
             claims.fail(_Claims.OVER_BUDGET)
@@ -875,22 +874,22 @@ class _Stream:
         if e > a and isinstance(self.data, mmap.mmap) and hasattr(self.data, "madvise"):
             self.data.madvise(mmap.MADV_DONTNEED, a, e - a)
 
-    def _check(self, events: int, consumed: int, processes: int, final: bool = False) -> None:
+    def _check(self, events: int, consumed: int, final: bool = False) -> None:
         """Refuse the load when its projected peak exceeds the budget: during the decode only when clearly over
         (the bytes per event differ along a trace, so an early projection can be off by a few %), at the end,
         when the count is exact, as soon as it is over (the peak, at the merge, is still ahead)."""
-        from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_CHILD_BYTES, STREAMED_FIXED_BYTES
+        from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES
 
+        # the peak is the merge after the decode, in this process alone (a forked decoder has exited by then;
+        # during the decode both hold less: ~100 bytes per event decoded so far, plus one piece in the child)
         self.projected = int(events * len(self.data) / max(consumed, 1))
-        fixed = STREAMED_FIXED_BYTES + (processes - 1) * STREAMED_CHILD_BYTES
-        self.needed = int(fixed + self.projected * STREAMED_BYTES_PER_EVENT)
-        self.processes = processes
+        self.needed = int(STREAMED_FIXED_BYTES + self.projected * STREAMED_BYTES_PER_EVENT)
         if self.needed > self.budget * (1.0 if final else 1.25):
             raise self.over(self.needed, self.projected)
 
     def finish(self, events: int) -> None:
         """The decode is done: the exact check (see `_check`)."""
-        self._check(events, len(self.data), self.processes, final=True)
+        self._check(events, len(self.data), final=True)
 
     def over(self, needed: int, events: int) -> LoadError:
         from trntui.memory import over_budget
