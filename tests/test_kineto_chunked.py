@@ -114,3 +114,32 @@ def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch)
     assert sum(p.n for p in parts) == sum(p.n for p in serial)
     ts = np.concatenate([p.x.ts for p in parts])
     assert np.array_equal(ts, np.concatenate([p.x.ts for p in serial]))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parallel) -> None:
+    """A big plain trace is decoded from a memory map of the file (no copy, pages dropped as it goes): the
+    result is the same as reading it; a damaged one still takes the whole-file path with its recovery."""
+    import gzip
+
+    plain = tmp_path / "trace.json"
+    plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
+    monkeypatch.setattr(kineto, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+    monkeypatch.setattr(kineto, "_PAR_CHUNK", 1 << 20)
+    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 1 << 62)
+    read = kineto.load_kineto(plain)
+    mapped_calls = []
+    real = kineto._load_mapped
+    monkeypatch.setattr(kineto, "_load_mapped", lambda *a, **k: mapped_calls.append(r := real(*a, **k)) or r)
+    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 0)
+    assert_same(kineto.load_kineto(plain), read)
+    assert mapped_calls == [True]
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(plain.read_bytes()[: plain.stat().st_size // 2])
+    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 1 << 62)
+    want = kineto.load_kineto(cut)
+    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 0)
+    got = kineto.load_kineto(cut)
+    assert mapped_calls[-1] is False  # not plain valid JSON: the whole-file path recovered it
+    assert_same(got, want)
+    assert got.meta.notes == want.meta.notes

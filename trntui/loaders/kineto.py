@@ -336,7 +336,7 @@ def _decode_parallel(inner: memoryview, offset: int, total: int, stream: _Stream
             while pos < size:
                 length = int.from_bytes(os.pread(fd, 8, pos), "little")
                 k, packed = msgspec.msgpack.decode(os.pread(fd, length, pos + 8))
-                theirs[k] = _unpack_part(packed, stream.spill if stream is not None else None)
+                theirs[k] = _unpack_part(packed, None if stream is None else stream.spill)
                 pos += 8 + length
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError, OSError):
             return None
@@ -808,6 +808,8 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
         if size * FULL_LOAD_FACTOR > budget:
             _load_streamed(path, builder, instance=instance, budget=budget, size=size)
             return
+    if _mappable(path) and _load_mapped(path, builder, instance=instance):
+        return
     report("reading", 0, 0)
     data, notes = read_bytes(path)
     meta.notes.extend(f"{path.name}: {n}" for n in notes)
@@ -834,11 +836,54 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
             gc.enable()
 
 
-class _Stream:
-    """A streamed load in progress: spills each chunk's args, drops the decoded pages of the mapped file,
-    and stops the load as soon as the projected memory exceeds the budget."""
+_MAP_MIN_BYTES = 32 << 20
+"""Plain (not gzip) traces this big are decoded straight from a memory map of the file (`_load_mapped`)."""
 
-    def __init__(self, path: Path, data: Any, spill: Any, budget: int) -> None:
+
+def _mappable(path: Path) -> bool:
+    try:
+        if path.stat().st_size < _MAP_MIN_BYTES:
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) != b"\x1f\x8b"
+    except OSError:
+        return False  # read_bytes says what is wrong with the file
+
+
+def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str) -> bool:
+    """Decode a big plain trace from a read-only memory map: the file is never copied into memory, and the
+    pages of decoded pieces are given back as the decode goes (measured on the 2M trace: ~10% faster and
+    ~100 MB less than reading it into memory first). False when the file needs the whole-file path (damaged or
+    unusual JSON), which the caller then takes."""
+    from trntui.loaders.bigfile import map_trace
+
+    report("reading", 0, 0)
+    data, _notes = map_trace(path)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        chunked = _decode_chunked(data, _Stream(path, data))
+        if chunked is None:
+            return False
+        builder.meta.sources.append(str(path))
+        parts, top_meta = chunked
+        del chunked
+        _add_parts(parts, top_meta, builder, path=path, instance=instance)
+        return True
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        try:
+            data.close()
+        except BufferError:  # a view is still alive (an exception's frame): the map closes when it goes
+            pass
+
+
+class _Stream:
+    """A load decoding a memory-mapped file: drops the decoded pages of the map and, for a streamed load under
+    a budget, spills each chunk's args and stops as soon as the projected memory exceeds the budget."""
+
+    def __init__(self, path: Path, data: Any, spill: Any = None, budget: int | None = None) -> None:
         self.path, self.data, self.spill, self.budget = path, data, spill, budget
         self.events = 0
         self.needed = 0
@@ -846,15 +891,19 @@ class _Stream:
 
     def after_chunk(self, part: _Part, consumed: int) -> None:
         """One process: the chunk ending at byte `consumed` is decoded."""
-        part.x.args = self.spill.put(part.x.args)
+        if self.spill is not None:
+            part.x.args = self.spill.put(part.x.args)
         self.events += part.n
         self._drop(0, consumed)
         self._check(self.events, consumed)
 
     def after_piece(self, part: _Part, a: int, e: int, claims: _Claims) -> None:
         """Two processes: the piece [a, e) is decoded; spill space and the counters are shared via `claims`."""
-        part.x.args = self.spill.put(part.x.args, claims.locked)
+        if self.spill is not None:
+            part.x.args = self.spill.put(part.x.args, claims.locked)
         self._drop(a, e)
+        if self.budget is None:
+            return
         with claims.locked():
             claims.view[3] += part.n
             claims.view[4] += e - a
@@ -880,6 +929,8 @@ class _Stream:
         when the count is exact, as soon as it is over (the peak, at the merge, is still ahead)."""
         from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES
 
+        if self.budget is None:
+            return
         # the peak is the merge after the decode, in this process alone (a forked decoder has exited by then;
         # during the decode both hold less: ~100 bytes per event decoded so far, plus one piece in the child)
         self.projected = int(events * len(self.data) / max(consumed, 1))
@@ -914,11 +965,10 @@ def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget
     try:
         stream = _Stream(path, data, spill, budget)
         chunked = _decode_chunked(data, stream)
-        if chunked is not None:
-            stream.finish(sum(p.n for p in chunked[0]))
         if chunked is None:
             why = "repairing this damaged file (not plain valid JSON, so it cannot be streamed)"
             raise over_budget(path, int(size * FULL_LOAD_FACTOR), budget, why)
+        stream.finish(sum(p.n for p in chunked[0]))
         parts, top_meta = chunked
         del chunked
         _add_parts(parts, top_meta, builder, path=path, instance=instance, spill=spill)
