@@ -1,8 +1,9 @@
 """Memory budget for loads: how much RAM a load may take, and what a load of a given file will need.
 
 A Kineto trace is loaded one of two ways (trntui/loaders/kineto.py):
-- in memory: the whole file is read, decoded in chunks (two processes on 2+ cores) and its args bytes kept in
-  RAM. Fastest; peak about `FULL_LOAD_FACTOR` x the JSON size (bench/RESULTS.md).
+- in memory: the file is read (a big plain one is memory-mapped instead, its pages given back as they are
+  decoded), decoded in chunks (two processes on 2+ cores) and its args bytes kept in RAM. Fastest; peak about
+  `FULL_LOAD_FACTOR` x the JSON size (bench/RESULTS.md).
 - streamed: the file is memory-mapped (a gzip file is first inflated into a temporary file), decoded chunk by
   chunk (by two processes on 2+ cores, as in memory), the pages already decoded are dropped, and every event's
   args bytes go to a spill file that is memory-mapped afterwards. RAM holds only the numeric columns: about `STREAMED_BYTES_PER_EVENT`
