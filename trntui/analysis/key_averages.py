@@ -252,7 +252,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
 
     start = profile.start
     end = profile.end
-    order = cpu[np.lexsort((-end[cpu], start[cpu], keys[cpu]))]
+    order = profile.by_key_then_time(keys, cpu)
     m = len(order)
     s_pos = start[order]
     e_pos = end[order]

@@ -130,7 +130,7 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
     if len(queries) == 0 or len(candidates) == 0:
         return out
     start, end = profile.start, profile.end
-    corder = candidates[np.lexsort((-(end[candidates] - start[candidates]), start[candidates], keys[candidates]))]
+    corder = profile.by_key_then_time(keys, np.sort(candidates))
     ck = keys[corder]
     for t in np.unique(keys[queries]).tolist():
         a = np.searchsorted(ck, t, side="left")

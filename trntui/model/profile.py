@@ -225,12 +225,33 @@ class Profile:
             return (0, 0)
         return (int(self.start.min()), int(self.end.max()))
 
+    # -- orders -----------------------------------------------------------------------------------
+    def time_sorted(self) -> bool:
+        """Whether the events are in (start, longest first) order, as `ProfileBuilder.finish` leaves them."""
+        cached = self.cache.get("time_sorted")
+        if cached is None:
+            s, e = self.start, self.end
+            cached = bool(np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] <= e[:-1])))) if len(s) > 1 else True
+            self.cache["time_sorted"] = cached
+        return cached
+
+    def by_key_then_time(self, keys: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """Event indexes (`idx`, ascending; default all) ordered by (`keys` per event, start, longest first),
+        ties by index: one stable sort of the keys when the events are already time-sorted (4x faster than
+        the three-key lexsort it equals)."""
+        if idx is None:
+            idx = np.arange(len(self), dtype=np.int64)
+        if self.time_sorted():
+            return idx[np.argsort(keys[idx], kind="stable")]
+        s = self.start[idx]
+        return idx[np.lexsort((-(self.end[idx] - s), s, keys[idx]))]
+
     # -- per-lane order and windows --------------------------------------------------------------
     def _lane_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(order, offsets, prefix-max end): events grouped by lane, by start within a lane."""
         cached = self.cache.get("lane_index")
         if cached is None:
-            order = np.lexsort((self.start, self.lane)).astype(np.int64)
+            order = self.by_key_then_time(self.lane.astype(np.int64))
             counts = np.bincount(self.lane, minlength=len(self.lanes)) if len(self) else np.zeros(len(self.lanes), np.int64)
             offsets = np.zeros(len(self.lanes) + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
