@@ -1272,15 +1272,18 @@ def _add_parts(
             )
         lane_ids = lane_for_combo[inverse]
 
+    # (start, longest first): the profile's final order, computed once for the builder and the flow binding
+    time_order = np.lexsort((start - end, start)) if m else np.zeros(0, np.int64)
     first = builder.add_events(
-        start=start, end=end, lane=lane_ids, name=name_ids, cat=cat_ids, kind=kinds, ext=ext, corr=corr, args_raw=args
+        start=start, end=end, lane=lane_ids, name=name_ids, cat=cat_ids, kind=kinds, ext=ext, corr=corr, args_raw=args,
+        time_order=time_order,
     )
 
     # --- flows: bind each s/f half to the slice it belongs to ---------------------------------------
     fparts = [p.flows for p in parts if p.flows is not None]
     if fparts:
         report("binding flows", 0, 0)
-        _add_flows(fparts, start, end, pid, tid, kinds, first, builder, idmap, base)
+        _add_flows(fparts, start, end, pid, tid, kinds, first, builder, idmap, base, time_order)
 
     # --- device kind and backend label --------------------------------------------------------------
     _detect_device(builder, top_meta, meta)
@@ -1336,6 +1339,7 @@ def _add_flows(
     builder: ProfileBuilder,
     idmap: _IdMap,
     base: int,
+    time_order: np.ndarray,
 ) -> None:
     """Attach flow halves to slices on the same thread: the slice starting at the flow's ts, else the
     innermost one containing it. Unpaired halves are kept in the table but reported."""
@@ -1356,9 +1360,9 @@ def _add_flows(
     intervals = kinds == EventKind.COMPLETE
     thread_key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
     f_thread = fpid.astype(np.int64) * (1 << 32) + (ftid.astype(np.int64) & 0xFFFFFFFF)
-    ev_idx = np.nonzero(intervals)[0]
+    ev_idx = time_order[intervals[time_order]]  # the slices, by (start, longest first)
     if len(ev_idx):
-        order = ev_idx[np.lexsort((-(end[ev_idx] - start[ev_idx]), start[ev_idx], thread_key[ev_idx]))]
+        order = ev_idx[np.argsort(thread_key[ev_idx], kind="stable")]  # ... by thread: one stable sort
         tk = thread_key[order]
         uniq, first_pos = np.unique(tk, return_index=True)
         bounds = list(first_pos.tolist()) + [len(order)]

@@ -25,6 +25,7 @@ class ProfileBuilder:
         self._args: list[Sequence[Any]] = []
         self._flows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._count = 0
+        self._time_order: np.ndarray | None = None
         self.memory_budget: int | None = None
         """Bytes the load may use (trntui/memory.py), for loaders that check before reading; None: no limit."""
 
@@ -111,8 +112,10 @@ class ProfileBuilder:
         ext: np.ndarray | None = None,
         corr: np.ndarray | None = None,
         args_raw: Sequence[Any] | None = None,
+        time_order: np.ndarray | None = None,
     ) -> int:
-        """Append a batch of events; returns the builder index of its first event (for flows)."""
+        """Append a batch of events; returns the builder index of its first event (for flows). `time_order`: the
+        batch's order by (start, longest first) if the caller has it (`finish` reuses it for a single batch)."""
         n = int(len(start))
         first = self._count
         full = lambda v, dt: np.full(n, v, dt)  # noqa: E731
@@ -129,6 +132,7 @@ class ProfileBuilder:
             }
         )
         self._args.append(args_raw if args_raw is not None else [None] * n)
+        self._time_order = time_order if not self._count else None  # only a single batch's order is the final one
         self._count += n
         return first
 
@@ -158,8 +162,10 @@ class ProfileBuilder:
         data: dict[str, np.ndarray] = {}
         for c, dt in zip(cols, dtypes):  # column by column, each batch column dropped once copied
             data[c] = np.concatenate([b.pop(c) for b in self._batches]) if self._batches else np.empty(0, dt)
+        single = len(self._batches) == 1
         self._batches = []
-        order = np.lexsort((-(data["end"] - data["start"]), data["start"]))
+        hint = self._time_order if single else None
+        order = hint if hint is not None else np.lexsort((-(data["end"] - data["start"]), data["start"]))
         identity = bool(len(order)) and bool(np.all(order[1:] > order[:-1]))
         if not identity:
             for c in cols:  # one column at a time: peak is the columns plus one
