@@ -814,11 +814,7 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
     data, notes = read_bytes(path)
     meta.notes.extend(f"{path.name}: {n}" for n in notes)
     meta.sources.append(str(path))
-    # Millions of small objects, none cyclic: the cyclic GC would rescan them on every collection it
-    # triggers during the decode and the column building (measured: a 2M-event load took 2-3x longer).
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _decoding():
         chunked = _decode_chunked(data)
         if chunked is not None:
             del data
@@ -831,9 +827,25 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
         if not events:
             raise LoadError(path, "no events in the trace" + _skipped_detail(meta))
         add_events(events, top_meta, builder, path=path, instance=instance)
+
+
+@contextmanager
+def _decoding(mapped: Any = None) -> Iterator[None]:
+    """Around a decode and merge: the cyclic GC off (millions of small objects, none cyclic: it would rescan
+    them on every collection it triggers; measured: a 2M-event load took 2-3x longer), and the memory map of
+    the file, if any, closed at the end."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if gc_was_enabled:
             gc.enable()
+        if mapped is not None:
+            try:
+                mapped.close()
+            except BufferError:  # a view is still alive (an exception's frame): the map closes when it goes
+                pass
 
 
 _MAP_MIN_BYTES = 32 << 20
@@ -859,9 +871,7 @@ def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str) -> bool:
 
     report("reading", 0, 0)
     data, _notes = map_trace(path)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _decoding(data):
         chunked = _decode_chunked(data, _Stream(path, data))
         if chunked is None:
             return False
@@ -870,13 +880,6 @@ def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str) -> bool:
         del chunked
         _add_parts(parts, top_meta, builder, path=path, instance=instance)
         return True
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-        try:
-            data.close()
-        except BufferError:  # a view is still alive (an exception's frame): the map closes when it goes
-            pass
 
 
 class _Stream:
@@ -960,9 +963,7 @@ def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget
     meta.sources.append(str(path))
     meta.notes.append(f"{path.name}: streamed to stay within the memory budget of {fmt(budget)} (args read from disk)")
     spill = ArgsSpill()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _decoding(data):
         stream = _Stream(path, data, spill, budget)
         chunked = _decode_chunked(data, stream)
         if chunked is None:
@@ -972,13 +973,6 @@ def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget
         parts, top_meta = chunked
         del chunked
         _add_parts(parts, top_meta, builder, path=path, instance=instance, spill=spill)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-        try:
-            data.close()
-        except BufferError:  # a view is still alive (an exception's frame): the map closes when it goes
-            pass
 
 
 def _skipped_detail(meta: ProfileMeta) -> str:
