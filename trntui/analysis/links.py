@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trntui.model import categories as C
+from trntui.model.intervals import walk_back
 from trntui.model.profile import NO_ID, EventKind, Profile
 
 
@@ -144,20 +145,11 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
         qs = start[queries[qsel]]
         qe = end[queries[qsel]]
         qi = queries[qsel]
-        # walk back from the last candidate starting at or before the query, at most 512 candidates,
-        # all queries of the thread at once
+        # walk back from the last candidate starting at or before the query, at most 512 candidates
         k = np.searchsorted(gs, qs, side="right") - 1
-        act = np.arange(len(qsel))
-        for _ in range(512):
-            live = k >= 0
-            if not live.all():
-                act, k = act[live], k[live]
-            if not len(act):
-                break
-            hit = (ge[k] >= qe[act]) & (gs[k] <= qs[act]) & (group[k] != qi[act])
-            out[qsel[act[hit]]] = group[k[hit]]
-            miss = ~hit
-            act, k = act[miss], k[miss] - 1
+        pos = walk_back(k, lambda a, c: (ge[c] >= qe[a]) & (gs[c] <= qs[a]) & (group[c] != qi[a]), 512)
+        hit = pos >= 0
+        out[qsel[hit]] = group[pos[hit]]
     return out
 
 

@@ -30,6 +30,7 @@ from trntui.loaders.jsonutil import read_bytes, repair_json
 from trntui.model import categories as C
 from trntui.model.args import ArgsStore
 from trntui.model.builder import ProfileBuilder
+from trntui.model.intervals import walk_back
 from trntui.model.profile import NO_ID, EventKind, Flows, Profile, ProfileMeta, Tier
 from trntui.progress import report, silence
 
@@ -1372,20 +1373,11 @@ def _add_flows(
             fi = np.nonzero(f_thread == t)[0]
             q = fts[fi]
             # the innermost slice with start <= ts < end (or starting exactly at ts): walk back from the
-            # last slice starting at or before ts, at most 256 slices, all flows of the thread at once
+            # last slice starting at or before ts, at most 256 slices
             k = np.searchsorted(s, q, side="right") - 1
-            act = np.arange(len(fi))
-            for _ in range(256):
-                live = k >= 0
-                if not live.all():
-                    act, k = act[live], k[live]
-                if not len(act):
-                    break
-                qa = q[act]
-                hit = (s[k] == qa) | (e[k] > qa)
-                bound[fi[act[hit]]] = o[k[hit]]
-                miss = ~hit
-                act, k = act[miss], k[miss] - 1
+            pos = walk_back(k, lambda a, c: (s[c] == q[a]) | (e[c] > q[a]), 256)
+            hit = pos >= 0
+            bound[fi[hit]] = o[pos[hit]]
     bound[fbad] = -1
     ok = bound >= 0
     if (~ok).any():
