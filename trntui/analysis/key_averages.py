@@ -17,7 +17,7 @@ import numpy as np
 
 from trntui.analysis.links import Links, build_links, thread_keys
 from trntui.model import categories as C
-from trntui.model.profile import NO_ID, EventKind, Profile
+from trntui.model.profile import NO_ID, EventKind, Profile, chain_lengths
 
 FILTERED_NAMES = frozenset(
     {
@@ -318,13 +318,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         # depth in the final tree by pointer doubling, then children before parents, one level at a time
         ptr = final_parent.copy()
         ptr[deleted] = -1
-        depth = (ptr >= 0).astype(np.int64)
-        live = np.nonzero(ptr >= 0)[0]
-        while len(live):
-            p = ptr[live]
-            depth[live] += depth[p]
-            ptr[live] = ptr[p]
-            live = live[ptr[live] >= 0]
+        depth = chain_lengths(ptr)
         nonroot = kept[depth[kept] > 0]
         by_level = nonroot[np.argsort(-depth[nonroot], kind="stable")]
         levels = depth[by_level]

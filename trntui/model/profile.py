@@ -370,16 +370,21 @@ def _stack_nesting(s: np.ndarray, e: np.ndarray, lane: np.ndarray) -> tuple[np.n
         nxt = parent[parent[act]]
         parent[act] = nxt
         act = act[nxt >= 0]
-    # depth = length of the `below` chain (list ranking by pointer doubling)
-    depth = (below >= 0).astype(np.int64)
-    ptr = below.copy()
+    return parent, chain_lengths(below)  # depth = length of the `below` chain
+
+
+def chain_lengths(ptr: np.ndarray) -> np.ndarray:
+    """Per node, how many links its pointer chain has until -1 (list ranking by pointer doubling: O(n log depth)
+    numpy work). `ptr` is not modified."""
+    depth = (ptr >= 0).astype(np.int64)
+    ptr = ptr.copy()
     act = np.nonzero(ptr >= 0)[0]
     while len(act):
         p = ptr[act]
         depth[act] += depth[p]
         ptr[act] = ptr[p]
         act = act[ptr[act] >= 0]
-    return parent, depth
+    return depth
 
 
 def empty_profile(meta: ProfileMeta | None = None) -> Profile:
