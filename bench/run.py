@@ -64,8 +64,8 @@ def _worker(case: str, path: str) -> dict:
         with open(path, "rb") as f:
             _json.load(f)
     elif case == "msgspec_typed":
-        from trntui.loaders.jsonutil import read_bytes
-        from trntui.loaders.kineto import _trace_decoder
+        from trntui.loaders.files import read_bytes
+        from trntui.loaders.kineto.schema import trace_decoder as _trace_decoder
 
         data, _ = read_bytes(Path(path))
         ev = _trace_decoder.decode(data).traceEvents
@@ -73,8 +73,8 @@ def _worker(case: str, path: str) -> dict:
     elif case == "parquet_floor":  # a Neuron profile dir: every Parquet table + the framework trace.json
         import pyarrow.parquet as pq
 
-        from trntui.loaders.jsonutil import read_bytes
-        from trntui.loaders.kineto import _trace_decoder
+        from trntui.loaders.files import read_bytes
+        from trntui.loaders.kineto.schema import trace_decoder as _trace_decoder
 
         rows = kineto = 0
         for f in sorted(Path(path).rglob("*.parquet")):

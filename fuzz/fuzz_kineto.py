@@ -77,9 +77,9 @@ def main() -> None:
 
     with atheris.instrument_imports():
         import trntui.analysis.key_averages  # noqa: F401
-        import trntui.loaders.jsonutil  # noqa: F401
+        import trntui.loaders.files  # noqa: F401
         import trntui.loaders.kineto  # noqa: F401
-        import trntui.loaders.recover  # noqa: F401
+        import trntui.loaders.kineto.recover  # noqa: F401
         import trntui.report  # noqa: F401
 
     for c in [Path(a) for a in sys.argv[1:] if not a.startswith("-")]:

@@ -22,7 +22,7 @@ from malformed.cli import CASE_TIMEOUT_S, check_outcome, run_cli  # noqa: E402
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-pytest.importorskip("trntui.loaders.neuron_parquet")
+pytest.importorskip("trntui.loaders.neuron.parquet")
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_profiles" / "neuron" / "naive"
 EVENTS = "explorer_parquet/SystemProfileEvents.parquet"

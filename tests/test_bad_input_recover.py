@@ -1,4 +1,4 @@
-"""Recovery of truncated and damaged traces (trntui/loaders/recover.py) and of damaged gzip streams.
+"""Recovery of truncated and damaged traces (trntui/loaders/kineto/recover.py) and of damaged gzip streams.
 
 The real-trace test cuts `cuda_ns_resolution_68k.json.gz` (HTA test data, MIT) at 10/50/90% of its
 decompressed bytes, counts with a reference parse (stdlib `raw_decode`, event by event) the events that lie
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from trntui.loaders import recover as R
-from trntui.loaders.jsonutil import _gunzip_partial, read_bytes
+from trntui.loaders.kineto import recover as R
+from trntui.loaders.files import _gunzip_partial, read_bytes
 from trntui.loaders.kineto import load_kineto
 
 BIG = "cuda_ns_resolution_68k.json.gz"

@@ -26,7 +26,7 @@ FORBIDDEN = {
     r"torch\.load\(": "torch.load (pickle)",
 }
 
-SUBPROCESS_ALLOWED = ("capture/", "commands/profile.py", "loaders/neuron_convert.py")
+SUBPROCESS_ALLOWED = ("capture/", "commands/profile.py", "loaders/neuron/convert.py")
 """Modules that run external tools by design (profiling a user's workload, converting NTFF with
 `neuron-profile`): they build argv lists from the user's command line and known file layouts, never a shell."""
 
@@ -49,7 +49,7 @@ def test_subprocess_only_where_running_tools_is_the_point() -> None:
     users = [rel for rel, text in _sources() if re.search(r"^\s*(import subprocess|from subprocess)", text, re.M)]
     unexpected = [rel for rel in users if not rel.startswith(SUBPROCESS_ALLOWED)]
     assert not unexpected, unexpected
-    loaders = [rel for rel in users if rel.startswith(("loaders/kineto", "loaders/jsonutil", "loaders/recover",
+    loaders = [rel for rel in users if rel.startswith(("loaders/kineto", "loaders/files",
                                                        "loaders/discover", "model/", "analysis/", "report"))]
     assert not loaders
 
@@ -160,7 +160,7 @@ def test_paths_in_a_trace_are_never_opened_or_run(tmp_path: Path) -> None:
 def test_neuron_loaders_do_not_follow_paths_in_traces(tmp_path: Path) -> None:
     """Paths inside Neuron JSON (e.g. a NEFF path recorded by the runtime) are not opened by the loader."""
     try:
-        from trntui.loaders import neuron_json  # noqa: F401
+        from trntui.loaders.neuron import json_export as neuron_json  # noqa: F401
     except ImportError:
         pytest.skip("no Neuron JSON loader in this build")
     global _RECORD

@@ -145,7 +145,7 @@ def test_chunked_args_round_trip_through_the_cache(tmp_path, monkeypatch, corpus
     cache writes them piece by piece and a cached re-open gives every event the same args bytes."""
     from trntui import cache as C
     from trntui.loaders import find_runs, load_run
-    from trntui.loaders import kineto
+    from trntui.loaders.kineto import chunks as kineto
     from trntui.model.args import Blobs
 
     monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "c"))

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from trntui.loaders import kineto
-from trntui.loaders.jsonutil import read_bytes
+from trntui.loaders.kineto import chunks as kchunks
+from trntui.loaders.kineto import load as kload
+from trntui.loaders.kineto import parallel as kparallel
+from trntui.loaders.files import read_bytes
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import Profile, ProfileMeta
 
@@ -62,9 +65,9 @@ def synthetic(seed: int) -> list[dict]:
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     def use(chunk: int, parallel: bool) -> None:
-        monkeypatch.setattr(kineto, "_CHUNK_BYTES", chunk)
-        monkeypatch.setattr(kineto, "_PAR_CHUNK", chunk)
-        monkeypatch.setattr(kineto, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+        monkeypatch.setattr(kchunks, "_CHUNK_BYTES", chunk)
+        monkeypatch.setattr(kparallel, "_PAR_CHUNK", chunk)
+        monkeypatch.setattr(kparallel, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
     return use
 
 
@@ -103,14 +106,14 @@ def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch)
     """The forked decode really runs (it is not silently falling back) and its pieces come back in order."""
     import gzip
 
-    monkeypatch.setattr(kineto, "_PAR_CHUNK", 256 << 10)
+    monkeypatch.setattr(kparallel, "_PAR_CHUNK", 256 << 10)
     data = gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes())
     a = data.index(b"[", data.index(b'"traceEvents"'))
-    e = next(kineto._array_ends(data, a))[0]
+    e = next(kchunks._array_ends(data, a))[0]
     inner = memoryview(data)[a + 1 : e]
-    parts = kineto._decode_parallel(inner, a + 1, len(data))
-    assert parts is not None and len(parts) == len(kineto._cut_points(inner, 256 << 10)) > 10
-    serial = kineto._decode_chunked(data)[0]
+    parts = kparallel.decode_parallel(inner, a + 1, len(data))
+    assert parts is not None and len(parts) == len(kparallel._cut_points(inner, 256 << 10)) > 10
+    serial = kchunks.decode_chunked(data)[0]
     assert sum(p.n for p in parts) == sum(p.n for p in serial)
     ts = np.concatenate([p.x.ts for p in parts])
     assert np.array_equal(ts, np.concatenate([p.x.ts for p in serial]))
@@ -124,21 +127,21 @@ def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parallel
 
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
-    monkeypatch.setattr(kineto, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
-    monkeypatch.setattr(kineto, "_PAR_CHUNK", 1 << 20)
-    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(kparallel, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+    monkeypatch.setattr(kparallel, "_PAR_CHUNK", 1 << 20)
+    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
     read = kineto.load_kineto(plain)
     mapped_calls = []
-    real = kineto._load_mapped
-    monkeypatch.setattr(kineto, "_load_mapped", lambda *a, **k: mapped_calls.append(r := real(*a, **k)) or r)
-    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 0)
+    real = kload._load_mapped
+    monkeypatch.setattr(kload, "_load_mapped", lambda *a, **k: mapped_calls.append(r := real(*a, **k)) or r)
+    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 0)
     assert_same(kineto.load_kineto(plain), read)
     assert mapped_calls == [True]
     cut = tmp_path / "cut.json"
     cut.write_bytes(plain.read_bytes()[: plain.stat().st_size // 2])
-    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
     want = kineto.load_kineto(cut)
-    monkeypatch.setattr(kineto, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 0)
     got = kineto.load_kineto(cut)
     assert mapped_calls[-1] is False  # not plain valid JSON: the whole-file path recovered it
     assert_same(got, want)

@@ -15,7 +15,9 @@ from trntui import memory
 from trntui.cli import main
 from trntui.errors import OverBudget, TrntuiError
 from trntui.loaders import find_runs, load_run
-from trntui.loaders import kineto as K
+from trntui.loaders.kineto import chunks as K
+from trntui.loaders.kineto import parallel as P
+from trntui.loaders.kineto import streaming as S
 
 
 def _load(path: Path, budget):
@@ -86,8 +88,8 @@ def test_projection_stops_a_streamed_load_early(corpus_dir, small_stream, monkey
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)
     path = corpus_dir / "cuda_ns_resolution_68k.json.gz"
     chunks = []
-    real = K._Stream.after_chunk
-    monkeypatch.setattr(K._Stream, "after_chunk", lambda self, part, consumed: (chunks.append(consumed), real(self, part, consumed)))
+    real = S.Stream.after_chunk
+    monkeypatch.setattr(S.Stream, "after_chunk", lambda self, part, consumed: (chunks.append(consumed), real(self, part, consumed)))
     with pytest.raises(OverBudget, match="even streamed"):
         _load(path, 30 << 20)  # under the 2.4 x 15 MB of an in-memory load
     assert len(chunks) == 1  # refused after the first chunk, not after reading everything
@@ -149,7 +151,7 @@ def test_multi_file_run_over_budget_is_not_skipped(tmp_path, corpus_dir) -> None
 def test_neuron_export_over_budget_is_refused_before_reading(repo_dir, monkeypatch, capsys) -> None:
     """A Neuron Parquet export is not streamed: a budget it cannot fit (rows from the Parquet footers) refuses it
     with one line, exit 2; a budget it fits loads it."""
-    from trntui.loaders import neuron_parquet
+    from trntui.loaders.neuron import parquet as neuron_parquet
 
     sample = repo_dir / "sample_profiles" / "neuron" / "naive"
     monkeypatch.setattr(memory, "NEURON_BYTES_PER_ROW", 1 << 30)  # every row "needs" 1 GiB
@@ -167,11 +169,11 @@ def test_neuron_export_over_budget_is_refused_before_reading(repo_dir, monkeypat
 @pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "rocm_mi250_train.json.gz"])
 def test_two_process_streamed_load_equals_in_memory_load(corpus_dir, small_stream, monkeypatch, name) -> None:
     """Streamed with the forked decoder (pieces from both ends, one shared spill file): the same profile."""
-    monkeypatch.setattr(K, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(K, "_PAR_CHUNK", 16 << 10)
+    monkeypatch.setattr(P, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(P, "_PAR_CHUNK", 16 << 10)
     forked = []
-    real = K._decode_parallel
-    monkeypatch.setattr(K, "_decode_parallel", lambda *a: forked.append(r := real(*a)) or r)
+    real = P.decode_parallel
+    monkeypatch.setattr(P, "decode_parallel", lambda *a: forked.append(r := real(*a)) or r)
     path = corpus_dir / name
     full = _load(path, "none")
     forked.clear()
@@ -182,8 +184,8 @@ def test_two_process_streamed_load_equals_in_memory_load(corpus_dir, small_strea
 
 
 def test_two_process_streamed_projection_refuses(corpus_dir, small_stream, monkeypatch) -> None:
-    monkeypatch.setattr(K, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(K, "_PAR_CHUNK", 256 << 10)
+    monkeypatch.setattr(P, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(P, "_PAR_CHUNK", 256 << 10)
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)
     with pytest.raises(OverBudget, match=r"even streamed, this trace \(about 0\.\dM events\)"):
         _load(corpus_dir / "cuda_ns_resolution_68k.json.gz", 30 << 20)
@@ -193,7 +195,7 @@ def test_a_marginal_early_projection_does_not_refuse(corpus_dir, small_stream, m
     """Bytes per event vary along a trace: mid-decode the load is refused only when clearly over (25%); the
     exact check at the end of the decode refuses as soon as it is over."""
     path = corpus_dir / "cuda_ns_resolution_68k.json.gz"
-    events = sum(p.n for p in K._decode_chunked(gzip.decompress(path.read_bytes()))[0])
+    events = sum(p.n for p in K.decode_chunked(gzip.decompress(path.read_bytes()))[0])
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 100)
     exact = events * 100
     assert _load(path, exact).meta.notes  # exactly at the budget: loads

@@ -14,7 +14,7 @@ from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
 from trntui.errors import LoadError
 from trntui.loaders import find_runs, load_run
-from trntui.loaders import neuron_convert
+from trntui.loaders.neuron import convert as neuron_convert
 
 REPO = Path(__file__).resolve().parents[1]
 INST = "i-0a1b2c3d4e5f60718"

@@ -15,7 +15,7 @@ from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
 from trntui.commands.info import describe
 from trntui.loaders import find_runs, load_run
-from trntui.loaders.neuron_discover import find_neuron_runs, scan
+from trntui.loaders.neuron.discover import find_neuron_runs, scan
 
 from tests.neuron_samples import generator
 

@@ -10,7 +10,7 @@ import pytest
 from trntui import progress
 from trntui.cli import main
 from trntui.loaders import find_runs, load_run
-from trntui.loaders import kineto as K
+from trntui.loaders.kineto import chunks as K
 
 
 def _stages(path, monkeypatch, **kw):
@@ -100,16 +100,16 @@ def test_cli_summary_on_a_pipe_prints_no_progress(capsys, corpus_dir) -> None:
 
 def test_cancelled_cli_load_is_one_line(capsys, corpus_dir, monkeypatch) -> None:
     """A cancellation raised inside the load reaches the user as one line, exit 2 (Ctrl-C itself gives 130)."""
-    real = K._part_of
+    real = K.part_of
 
     def cancelled(events):
         raise progress.Cancelled()
 
-    monkeypatch.setattr(K, "_part_of", cancelled)
+    monkeypatch.setattr(K, "part_of", cancelled)
     rc = main(["summary", "--no-cache", str(corpus_dir / "cuda_simple_add.json.gz")])
     _, err = capsys.readouterr()
     assert rc == 2 and err == "trntui: error: load cancelled\n"
-    monkeypatch.setattr(K, "_part_of", real)
+    monkeypatch.setattr(K, "part_of", real)
 
 
 def test_progress_line_is_erased_before_results_are_printed(capsys, corpus_dir, monkeypatch) -> None:

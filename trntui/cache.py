@@ -300,7 +300,7 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], with_table: bool)
 
 def _prune(root: Path) -> None:
     try:
-        # `neuron/` holds raw-capture conversions (trntui.loaders.neuron_convert), not parsed-profile entries
+        # `neuron/` holds raw-capture conversions (trntui.loaders.neuron.convert), not parsed-profile entries
         entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".tmp-") and p.name != "neuron"]
         entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         # leftovers of interrupted or superseded writes

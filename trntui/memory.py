@@ -1,6 +1,6 @@
 """Memory budget for loads: how much RAM a load may take, and what a load of a given file will need.
 
-A Kineto trace is loaded one of two ways (trntui/loaders/kineto.py):
+A Kineto trace is loaded one of two ways (trntui/loaders/kineto/):
 - in memory: the file is read (a big plain one is memory-mapped instead, its pages given back as they are
   decoded), decoded in chunks (two processes on 2+ cores) and its args bytes kept in RAM. Fastest; peak about
   `FULL_LOAD_FACTOR` x the JSON size (bench/RESULTS.md).

@@ -36,8 +36,8 @@ def describe(path_str: str) -> dict[str, Any]:
 
     from trntui.errors import LoadError
     from trntui.loaders.discover import find_runs
-    from trntui.loaders.neuron_convert import cached_export, find_tool, manual_command
-    from trntui.loaders.neuron_discover import scan
+    from trntui.loaders.neuron.convert import cached_export, find_tool, manual_command
+    from trntui.loaders.neuron.discover import scan
 
     path = Path(path_str)
     if not path.exists():
@@ -125,7 +125,7 @@ def describe(path_str: str) -> dict[str, Any]:
 def _export_entry(e: Any, rel: Any) -> dict[str, Any]:
     entry: dict[str, Any] = {"path": rel(e.path), "format": e.format, "size": e.size}
     if e.format == "parquet":
-        from trntui.loaders.neuron_parquet import describe_export
+        from trntui.loaders.neuron.parquet import describe_export
 
         entry.update(describe_export(e.path))
     return entry

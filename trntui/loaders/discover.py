@@ -141,7 +141,7 @@ def _discovery_hooks() -> list[Callable[[Path], list[Run]]]:
     """Format-specific discovery (Neuron profile layouts) tried before the generic walk."""
     hooks: list[Callable[[Path], list[Run]]] = []
     try:
-        from trntui.loaders import neuron_discover  # noqa: F401
+        from trntui.loaders.neuron import discover as neuron_discover  # noqa: F401
     except ImportError:
         return hooks
     hooks.append(neuron_discover.find_neuron_runs)

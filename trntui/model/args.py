@@ -8,10 +8,26 @@ stores the same blob. `store[i]` is the event's args bytes, or None when it has 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
+
+_args_decoder = msgspec.json.Decoder()
+
+
+def decode_args(raw: Any) -> dict[str, Any]:
+    """Parse one event's raw `args` (kept as raw JSON bytes at load time) into a dict; {} if unreadable."""
+    try:
+        value = _args_decoder.decode(raw)
+    except (msgspec.DecodeError, ValueError, TypeError, RecursionError):
+        try:
+            value = json.loads(bytes(raw).decode("utf-8", "replace"), strict=False)
+        except (ValueError, TypeError, RecursionError):
+            return {}
+    return value if isinstance(value, dict) else {"value": value}
 
 
 class Blobs:

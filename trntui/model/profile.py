@@ -214,7 +214,7 @@ class Profile:
             return {}
         if isinstance(raw, dict):
             return raw
-        from trntui.loaders.jsonutil import decode_args
+        from trntui.model.args import decode_args
 
         return decode_args(raw)
 

@@ -1,33 +1,17 @@
-"""Reading trace bytes: gzip by magic number, typed msgspec decoding, lazy args, repair of invalid JSON."""
+"""Reading a trace file's bytes: gzip by magic number, and as much as can be read of a damaged gzip stream.
+
+Shared by the Kineto loader and the Neuron JSON export loader."""
 
 from __future__ import annotations
 
 import gzip
-import json
-import re
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import msgspec
+from typing import BinaryIO
 
 from trntui.errors import LoadError
 
 GZIP_MAGIC = b"\x1f\x8b"
-
-_args_decoder = msgspec.json.Decoder()
-
-
-def decode_args(raw: Any) -> dict[str, Any]:
-    """Parse one event's raw `args` (kept as `msgspec.Raw` at load time) into a dict; {} if unreadable."""
-    try:
-        value = _args_decoder.decode(raw)
-    except (msgspec.DecodeError, ValueError, TypeError, RecursionError):
-        try:
-            value = json.loads(bytes(raw).decode("utf-8", "replace"), strict=False)
-        except (ValueError, TypeError, RecursionError):
-            return {}
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def open_trace(path: Path) -> BinaryIO:
@@ -134,39 +118,3 @@ def _gunzip_partial(data: bytes, piece: int = 1 << 16) -> tuple[bytes, bool]:
             break
         pos = nxt
     return b"".join(out), clean
-
-
-_NA_RE = re.compile(rb'(?<![\w"])N/A(?![\w"])')
-_CONTROL_RE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-_NONFINITE_RE = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)\b")
-
-
-def repair_json(data: bytes) -> tuple[Any, list[str]]:
-    """Parse JSON that strict decoders reject (old Kineto bugs), returning Python objects and repair notes.
-
-    Fallback chain as in the TensorBoard plugin: lenient stdlib parse (control characters inside strings,
-    NaN/Infinity), then quoting bare `N/A`, with invalid UTF-8 replaced. Raises ValueError if the text is
-    still not JSON (truncated, unescaped quotes, garbage: see recover.py).
-    """
-    notes: list[str] = []
-    text = data.decode("utf-8", "replace")
-    if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
-        notes.append("invalid UTF-8 bytes replaced")
-    if _CONTROL_RE.search(data):
-        notes.append("control characters inside strings accepted")
-    if _NONFINITE_RE.search(data):
-        notes.append("NaN/Infinity literals accepted")
-    try:
-        value = json.loads(text, strict=False)
-        return value, notes or ["non-standard JSON accepted by the lenient parser"]
-    except (ValueError, RecursionError):
-        pass
-    fixed, count = _NA_RE.subn(b'"N/A"', text.encode("utf-8"))
-    if count:
-        try:
-            value = json.loads(fixed.decode("utf-8"), strict=False)
-            notes.append(f"{count} bare N/A value(s) quoted")
-            return value, notes
-        except (ValueError, RecursionError):
-            pass
-    raise ValueError("not valid JSON")

@@ -1,4 +1,4 @@
-"""Streamed reading of traces too big to hold in memory with their args (see trntui/memory.py).
+"""Streaming under the memory budget (trntui/memory.py): memory-mapped input, args spilled to disk, projection.
 
 `map_trace` gives the trace's JSON text as a read-only memory map (a gzip file is inflated into an unlinked
 temporary file first, a piece at a time), so the decoder can drop the pages it has read. `ArgsSpill` writes
@@ -15,14 +15,18 @@ import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
 from trntui.errors import LoadError
-from trntui.loaders.jsonutil import open_trace
+from trntui.loaders.files import open_trace
 from trntui.model.args import ArgsStore, Blobs
 from trntui.progress import report
+
+if TYPE_CHECKING:
+    from trntui.loaders.kineto.columns import Part
+    from trntui.loaders.kineto.parallel import Claims
 
 _PIECE = 8 << 20
 
@@ -139,3 +143,72 @@ class ArgsSpill:
         self.file.close()
         z = np.zeros(0, np.int64)
         return ArgsStore(blob, np.concatenate(starts) if starts else z, np.concatenate(ends) if ends else z.copy())
+
+
+class Stream:
+    """A load decoding a memory-mapped file: drops the decoded pages of the map and, for a streamed load under
+    a budget, spills each chunk's args and stops as soon as the projected memory exceeds the budget."""
+
+    def __init__(self, path: Path, data: Any, spill: Any = None, budget: int | None = None) -> None:
+        self.path, self.data, self.spill, self.budget = path, data, spill, budget
+        self.events = 0
+        self.needed = 0
+        self.projected = 0
+
+    def after_chunk(self, part: Part, consumed: int) -> None:
+        """One process: the chunk ending at byte `consumed` is decoded."""
+        if self.spill is not None:
+            part.x.args = self.spill.put(part.x.args)
+        self.events += part.n
+        self._drop(0, consumed)
+        self._check(self.events, consumed)
+
+    def after_piece(self, part: Part, a: int, e: int, claims: Claims) -> None:
+        """Two processes: the piece [a, e) is decoded; spill space and the counters are shared via `claims`."""
+        if self.spill is not None:
+            part.x.args = self.spill.put(part.x.args, claims.locked)
+        self._drop(a, e)
+        if self.budget is None:
+            return
+        with claims.locked():
+            claims.view[3] += part.n
+            claims.view[4] += e - a
+            events, consumed = claims.view[3:5].tolist()
+        try:
+            self._check(events, consumed)
+        except LoadError:
+            claims.view[5], claims.view[6] = self.needed, self.projected
+            claims.fail(claims.OVER_BUDGET)
+            raise
+
+    def _drop(self, a: int, e: int) -> None:
+        """Give back the pages of [a, e) of the mapped file (they are re-read from disk if ever touched)."""
+        page = mmap.PAGESIZE
+        a = -(-a // page) * page
+        e -= e % page
+        if e > a and isinstance(self.data, mmap.mmap) and hasattr(self.data, "madvise"):
+            self.data.madvise(mmap.MADV_DONTNEED, a, e - a)
+
+    def _check(self, events: int, consumed: int, final: bool = False) -> None:
+        """Refuse the load when its projected peak exceeds the budget: during the decode only when clearly over
+        (the bytes per event differ along a trace, so an early projection can be off by a few %), at the end,
+        when the count is exact, as soon as it is over (the peak, at the merge, is still ahead)."""
+        from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES
+
+        if self.budget is None:
+            return
+        # the peak is the merge after the decode, in this process alone (a forked decoder has exited by then;
+        # during the decode both hold less: ~100 bytes per event decoded so far, plus one piece in the child)
+        self.projected = int(events * len(self.data) / max(consumed, 1))
+        self.needed = int(STREAMED_FIXED_BYTES + self.projected * STREAMED_BYTES_PER_EVENT)
+        if self.needed > self.budget * (1.0 if final else 1.25):
+            raise self.over(self.needed, self.projected)
+
+    def finish(self, events: int) -> None:
+        """The decode is done: the exact check (see `_check`)."""
+        self._check(events, len(self.data), final=True)
+
+    def over(self, needed: int, events: int) -> LoadError:
+        from trntui.memory import over_budget
+
+        return over_budget(self.path, needed, self.budget, f"even streamed, this trace (about {events / 1e6:,.1f}M events)")

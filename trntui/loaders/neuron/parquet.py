@@ -23,7 +23,7 @@ import json
 
 import numpy as np
 
-from trntui.loaders.neuron_system import (
+from trntui.loaders.neuron.system import (
     Strs,
     SystemRows,
     add_system_rows,

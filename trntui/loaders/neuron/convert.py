@@ -97,8 +97,8 @@ def manual_command(session_dir: Path) -> str:
 
 def find_export(directory: Path) -> tuple[Path, str] | None:
     """The Parquet directory or JSON file that a conversion produced under `directory` (searched recursively)."""
-    from trntui.loaders.neuron_json import looks_like_export
-    from trntui.loaders.neuron_parquet import is_parquet_export
+    from trntui.loaders.neuron.json_export import looks_like_export
+    from trntui.loaders.neuron.parquet import is_parquet_export
 
     if not directory.is_dir():
         return None
@@ -191,8 +191,8 @@ def conversion_loader(session: Any) -> Callable[[Any], None]:
     error when the session has no framework trace to show either)."""
 
     def load(builder: Any) -> None:
-        from trntui.loaders.neuron_json import load_json_export
-        from trntui.loaders.neuron_parquet import load_parquet_export
+        from trntui.loaders.neuron.json_export import load_json_export
+        from trntui.loaders.neuron.parquet import load_parquet_export
 
         if cached_export(session.dir) is None and find_tool() is None:
             msg = (

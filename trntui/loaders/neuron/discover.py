@@ -115,7 +115,7 @@ class Layout:
 # classification
 # ------------------------------------------------------------------------------------------------------
 def classify(path: Path, size: int) -> FileInfo | None:
-    from trntui.loaders.neuron_json import looks_like_export
+    from trntui.loaders.neuron.json_export import looks_like_export
 
     name = path.name
     if name in PB_FILES:
@@ -322,7 +322,7 @@ def _export_pids(e: Export) -> set[int]:
         if e.format == "parquet":
             import pyarrow.parquet as pq
 
-            from trntui.loaders.neuron_parquet import EVENTS, table_files
+            from trntui.loaders.neuron.parquet import EVENTS, table_files
 
             out: set[int] = set()
             for f in table_files(e.path, EVENTS):
@@ -330,7 +330,7 @@ def _export_pids(e: Export) -> set[int]:
                 out |= {int(v) for v in t.column(0).to_pylist() if v is not None and str(v).strip().lstrip("-").isdigit()}
             return out
         if e.size < 64 * 1024 * 1024:
-            from trntui.loaders.neuron_json import read_json_rows
+            from trntui.loaders.neuron.json_export import read_json_rows
 
             rows, _ = read_json_rows(e.path)
             return {int(p) for p in set(rows.pid.tolist()) if p >= 0}
@@ -493,11 +493,11 @@ def _manifest_for(s: Session, root: Path) -> dict[str, Any]:
 def _export_loader(e: Export, s: Session) -> Callable[[Any], None]:
     def load(builder: Any) -> None:
         if e.format == "parquet":
-            from trntui.loaders.neuron_parquet import load_parquet_export
+            from trntui.loaders.neuron.parquet import load_parquet_export
 
             load_parquet_export(e.path, builder, pid_filter=s.pid, label=e.path.name, instance_hint=s.instance)
         else:
-            from trntui.loaders.neuron_json import load_json_export
+            from trntui.loaders.neuron.json_export import load_json_export
 
             load_json_export(e.path, builder, pid_filter=s.pid, label=e.path.name, instance_hint=s.instance)
 
@@ -508,7 +508,7 @@ def read_mapping(path: Path) -> list[tuple[int, int, int, int]]:
     """torch-neuronx's `framework_mapping_<ts>.json`: (nrta_seq_id, seq_nr, th_id, stream_id) rows."""
     import json
 
-    from trntui.loaders.neuron_system import to_int
+    from trntui.loaders.neuron.system import to_int
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
@@ -546,7 +546,7 @@ def run_for(s: Session, root: Path) -> Run:
     if s.exports:
         run.extra_loaders.append(_export_loader(s.exports[0], s))
     elif s.raw:
-        from trntui.loaders.neuron_convert import conversion_loader
+        from trntui.loaders.neuron.convert import conversion_loader
 
         run.extra_loaders.append(conversion_loader(s))
     mappings = [f.path for f in s.files if f.kind == "mapping"]

@@ -199,24 +199,3 @@ def _tail_meta(data: bytes, after: int, rec: Recovered) -> None:
     if base is not None and "baseTimeNanoseconds" not in rec.top:
         rec.top["baseTimeNanoseconds"] = int(base.group(1))
 
-
-def recover_truncated(data: bytes) -> tuple[list[Any] | None, dict[str, Any], int]:
-    """Compatibility wrapper: (events as `Ev`, top-level metadata, number of events lost), or (None, {}, 0)."""
-    from trntui.loaders.kineto import Ev, _coerce_event
-
-    rec = recover_events(data)
-    if rec is None:
-        return None, {}, 0
-    ev_decoder = msgspec.json.Decoder(Ev)
-    events = []
-    bad = 0
-    for raw in rec.raws:
-        try:
-            events.append(ev_decoder.decode(raw))
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            ev = _coerce_event(raw)
-            if ev is None:
-                bad += 1
-            else:
-                events.append(ev)
-    return events, rec.top, rec.damaged + rec.cut + bad

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from trntui.errors import LoadError
-from trntui.loaders.jsonutil import read_bytes
-from trntui.loaders.neuron_system import SystemRows, add_system_rows, rows_from_records, to_int
+from trntui.loaders.files import read_bytes
+from trntui.loaders.neuron.system import SystemRows, add_system_rows, rows_from_records, to_int
 from trntui.model.builder import ProfileBuilder
 
 EXPORT_KEYS = (b'"trace_event"', b'"system_profile_metadata"', b'"Neuron_Runtime_API_Event"', b'"Framework_Event"',

@@ -1,0 +1,29 @@
+"""Load torch.profiler / Kineto chrome traces (`trace.json`, `.json.gz`) into a `Profile`.
+
+One typed msgspec pass decodes the events with `args` kept raw; the few args keys needed for linking
+(External id, correlation) are decoded in one batch; the rest are parsed per event on demand.
+Handles the object and bare-array forms, `X`/`B`/`E`/`i`/`s`/`f`/`M` phases, the three timestamp regimes
+(`baseTimeNanoseconds` relative µs, epoch float µs, epoch int µs), legacy categories and flow names, and
+string pids. Partial overlaps are kept; unpaired flow halves are counted, not fatal.
+
+One module per job:
+
+- `schema`: the event structs and their msgspec decoders.
+- `chunks`: chunk scanning of a valid trace (head + event array + tail, the array decoded chunk by chunk).
+- `parallel` / `wire`: the two-process decode of big event arrays and the msgpack format its child writes.
+- `streaming`: memory-mapped input, args spilled to disk, the memory-budget projection (trntui/memory.py).
+- `columns`: decoded events → per-chunk numpy columns (`Part`), ids, link columns, µs → ns.
+- `merge`: parts → builder batches (metadata, intervals, B/E pairs, lanes); `flows`: flow binding;
+  `device`: which accelerator the trace comes from.
+- `tolerant` / `recover`: the whole-file fallbacks for damaged input (coercion, JSON repair, salvage of a
+  truncated file).
+- `load`: one file into a `ProfileBuilder` (in memory, mapped, or streamed under a budget).
+"""
+
+from __future__ import annotations
+
+from trntui.loaders.kineto.load import add_events, load_kineto, load_kineto_into
+from trntui.loaders.kineto.schema import Ev
+from trntui.loaders.kineto.tolerant import decode_trace
+
+__all__ = ["Ev", "add_events", "decode_trace", "load_kineto", "load_kineto_into"]

@@ -1,0 +1,154 @@
+"""Load one Kineto trace file into a `ProfileBuilder`: in memory, from a memory map, or streamed under a
+memory budget (trntui/memory.py), falling back to the tolerant whole-file decode for damaged input."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from trntui.errors import LoadError
+from trntui.loaders.files import read_bytes
+from trntui.loaders.kineto.chunks import decode_chunked
+from trntui.loaders.kineto.columns import part_of
+from trntui.loaders.kineto.merge import add_parts
+from trntui.loaders.kineto.schema import Ev
+from trntui.loaders.kineto.streaming import ArgsSpill, Stream, map_trace
+from trntui.loaders.kineto.tolerant import decode_trace
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import Profile, ProfileMeta
+from trntui.progress import report
+
+
+def load_kineto(path: str | Path, *, instance: str = "") -> Profile:
+    """Load one chrome trace file into a new `Profile`."""
+    builder = ProfileBuilder(ProfileMeta())
+    load_kineto_into(path, builder, instance=instance)
+    return builder.finish()
+
+
+def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str = "", budget: int | None = None) -> None:
+    """Add one chrome trace file's events, lanes and flows to `builder` (to merge it with other sources).
+
+    `budget` (bytes; None: no limit): the file is loaded in memory when that fits, else streamed with its
+    args on disk, else refused before most of it is read (trntui/memory.py)."""
+    path = Path(path)
+    meta = builder.meta
+    if budget is not None:
+        from trntui.memory import FULL_LOAD_FACTOR, json_size
+
+        try:
+            size = json_size(path)
+        except OSError:
+            size = 0  # read_bytes says what is wrong with the file
+        if size * FULL_LOAD_FACTOR > budget:
+            _load_streamed(path, builder, instance=instance, budget=budget, size=size)
+            return
+    if _mappable(path) and _load_mapped(path, builder, instance=instance):
+        return
+    report("reading", 0, 0)
+    data, notes = read_bytes(path)
+    meta.notes.extend(f"{path.name}: {n}" for n in notes)
+    meta.sources.append(str(path))
+    with _decoding():
+        chunked = decode_chunked(data)
+        if chunked is not None:
+            del data
+            parts, top_meta = chunked
+            del chunked
+            add_parts(parts, top_meta, builder, path=path, instance=instance)
+            return
+        events, top_meta = decode_trace(data, path, meta)
+        del data
+        if not events:
+            raise LoadError(path, "no events in the trace" + _skipped_detail(meta))
+        add_events(events, top_meta, builder, path=path, instance=instance)
+
+
+@contextmanager
+def _decoding(mapped: Any = None) -> Iterator[None]:
+    """Around a decode and merge: the cyclic GC off (millions of small objects, none cyclic: it would rescan
+    them on every collection it triggers; measured: a 2M-event load took 2-3x longer), and the memory map of
+    the file, if any, closed at the end."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        if mapped is not None:
+            try:
+                mapped.close()
+            except BufferError:  # a view is still alive (an exception's frame): the map closes when it goes
+                pass
+
+
+_MAP_MIN_BYTES = 32 << 20
+"""Plain (not gzip) traces this big are decoded straight from a memory map of the file (`_load_mapped`)."""
+
+
+def _mappable(path: Path) -> bool:
+    try:
+        if path.stat().st_size < _MAP_MIN_BYTES:
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) != b"\x1f\x8b"
+    except OSError:
+        return False  # read_bytes says what is wrong with the file
+
+
+def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str) -> bool:
+    """Decode a big plain trace from a read-only memory map: the file is never copied into memory, and the
+    pages of decoded pieces are given back as the decode goes (measured on the 2M trace: ~10% faster and
+    ~100 MB less than reading it into memory first). False when the file needs the whole-file path (damaged or
+    unusual JSON), which the caller then takes."""
+    report("reading", 0, 0)
+    data, _notes = map_trace(path)
+    with _decoding(data):
+        chunked = decode_chunked(data, Stream(path, data))
+        if chunked is None:
+            return False
+        builder.meta.sources.append(str(path))
+        parts, top_meta = chunked
+        del chunked
+        add_parts(parts, top_meta, builder, path=path, instance=instance)
+        return True
+
+
+def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget: int, size: int) -> None:
+    """Load `path` mapped and chunk by chunk, args spilled to disk (see trntui/memory.py)."""
+    from trntui.memory import FULL_LOAD_FACTOR, fmt, over_budget
+
+    meta = builder.meta
+    report("reading", 0, 0)
+    data, notes = map_trace(path)
+    meta.notes.extend(f"{path.name}: {n}" for n in notes)
+    meta.sources.append(str(path))
+    meta.notes.append(f"{path.name}: streamed to stay within the memory budget of {fmt(budget)} (args read from disk)")
+    spill = ArgsSpill()
+    with _decoding(data):
+        stream = Stream(path, data, spill, budget)
+        chunked = decode_chunked(data, stream)
+        if chunked is None:
+            why = "repairing this damaged file (not plain valid JSON, so it cannot be streamed)"
+            raise over_budget(path, int(size * FULL_LOAD_FACTOR), budget, why)
+        stream.finish(sum(p.n for p in chunked[0]))
+        parts, top_meta = chunked
+        del chunked
+        add_parts(parts, top_meta, builder, path=path, instance=instance, spill=spill)
+
+
+def _skipped_detail(meta: ProfileMeta) -> str:
+    if not meta.skipped:
+        return ""
+    return " (skipped: " + ", ".join(f"{v} {k}" for k, v in meta.skipped.items()) + ")"
+
+
+def add_events(
+    events: list[Ev], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = ""
+) -> None:
+    """Convert decoded chrome events into builder batches (events, lanes, flows) and fill the metadata."""
+    add_parts([part_of(events)], top_meta, builder, path=path, instance=instance)

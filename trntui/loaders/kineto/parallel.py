@@ -1,0 +1,195 @@
+"""The two-process decode: this process takes ~4 MB pieces of the event array from the front, a forked child
+from the back, until they meet; the child's columns come back through a temporary file (wire.py)."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from trntui.loaders.kineto.chunks import BOUNDARY
+from trntui.loaders.kineto.columns import Part, part_of
+from trntui.loaders.kineto.schema import list_decoder
+from trntui.loaders.kineto.wire import pack_part, unpack_part
+from trntui.progress import report, silence
+
+if TYPE_CHECKING:
+    from trntui.loaders.kineto.streaming import Stream
+
+
+_PARALLEL_MIN_BYTES = 64 << 20
+"""Event arrays this large are decoded by two processes (a forked child takes pieces from the back)."""
+
+
+def parallel_ok(size: int) -> bool:
+    if size < _PARALLEL_MIN_BYTES or not hasattr(os, "fork") or threading.active_count() != 1:
+        return False  # forking a process with other threads is unsafe
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+_PAR_CHUNK = 4 << 20
+"""Chunk size of the two-process decode: small enough that the two processes finish close together."""
+
+
+def _cut_points(inner: memoryview, step: int) -> list[tuple[int, int]]:
+    """(start, end) of ~`step`-byte pieces of the event array, cut at candidate event boundaries."""
+    pieces = []
+    a = 0
+    while a < len(inner):
+        m = BOUNDARY.search(inner, a + step) if a + step < len(inner) else None
+        if m is None:
+            pieces.append((a, len(inner)))
+            break
+        pieces.append((a, m.start() + 1))
+        a = m.end() - 1
+    return pieces
+
+
+class Claims:
+    """Which pieces are taken, shared by the parent (from the front) and the child (from the back) through an
+    anonymous shared map; a one-byte token in a pipe is the lock."""
+
+    OVER_BUDGET = 2
+    """`failed` value: a streamed load's projection went over the budget (`needed` holds the bytes)."""
+
+    def __init__(self, count: int) -> None:
+        self.mem = mmap.mmap(-1, 56)
+        # front, back, failed, events, consumed bytes, needed bytes, projected events (the last four: streamed)
+        self.view = np.frombuffer(self.mem, np.int64)
+        self.view[:] = (0, count, 0, 0, 0, 0, 0)
+        self.r, self.w = os.pipe()
+        os.write(self.w, b"x")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        os.read(self.r, 1)
+        try:
+            yield
+        finally:
+            os.write(self.w, b"x")
+
+    def take(self, from_back: bool) -> int:
+        """The next piece's index for this side, or -1 when none is left (or the other side failed)."""
+        with self.locked():
+            front, back, failed = self.view[:3].tolist()
+            if failed or front >= back:
+                return -1
+            if from_back:
+                self.view[1] = back - 1
+                return back - 1
+            self.view[0] = front + 1
+            return front
+
+    def fail(self, why: int = 1) -> None:
+        if not self.view[2]:
+            self.view[2] = why
+
+    def close(self) -> None:
+        os.close(self.r)
+        os.close(self.w)
+
+
+def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Claims, from_back: bool,
+                   progress: tuple[int, int] | None = None, sink: Any = None,
+                   stream: Stream | None = None, offset: int = 0) -> dict[int, Part] | None:
+    """Decode the pieces this side claims; None when one is not valid on its own (the caller then decodes
+    serially, where a cut inside a string is extended to the next candidate). `sink(k, part)` takes each
+    piece at once instead of the returned dict (the child writes it out, so it never holds them all).
+    `stream` (a streamed load): each piece's args are spilled and its pages dropped as soon as it is decoded."""
+    done: dict[int, Part] = {}
+    while (k := claims.take(from_back)) >= 0:
+        a, e = pieces[k]
+        try:
+            events = list_decoder.decode(b"[" + inner[a:e] + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            claims.fail()
+            return None
+        part = part_of(events)
+        del events
+        if stream is not None:
+            stream.after_piece(part, offset + a, offset + e, claims)
+        if sink is not None:
+            sink(k, part)
+        else:
+            done[k] = part
+        del part
+        if progress is not None:
+            front, back = claims.view[:2].tolist()
+            share = (front + len(pieces) - back) / len(pieces)
+            report("decoding", progress[0] + int(share * len(inner)), progress[1])
+    return done
+
+
+def decode_parallel(inner: memoryview, offset: int, total: int, stream: Stream | None = None) -> list[Part] | None:
+    """Decode the event array in ~4 MB pieces with two processes: this one takes pieces from the front, a
+    forked child from the back, until they meet (so both finish together whatever the content). The child's
+    columns come back as msgpack in a temporary file. None when a piece is not valid or the child fails."""
+    pieces = _cut_points(inner, _PAR_CHUNK)
+    if len(pieces) < 2:
+        return None
+    try:  # the child writes its columns here (RAM-backed when /dev/shm exists): it never waits for a reader
+        out = tempfile.TemporaryFile(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    except OSError:
+        return None
+    claims = Claims(len(pieces))
+    with out:
+        fd = out.fileno()
+        pid = os.fork()
+        if pid == 0:  # child: never returns into the caller's code
+            code = 1
+            try:
+                silence()  # progress is drawn by the parent
+
+                def write_frame(k: int, part: Part) -> None:  # length + msgpack [index, columns]
+                    frame = msgspec.msgpack.encode([k, pack_part(part)])
+                    payload = memoryview(len(frame).to_bytes(8, "little") + frame)
+                    del frame
+                    while payload:
+                        payload = payload[os.write(fd, payload) :]
+
+                if _decode_pieces(inner, pieces, claims, True, sink=write_frame, stream=stream, offset=offset) is not None:
+                    code = 0
+            finally:
+                os._exit(code)
+        done = False
+        mine: dict[int, Part] | None = None
+        try:
+            mine = _decode_pieces(inner, pieces, claims, False, (offset, total), stream=stream, offset=offset)
+            done = True
+        finally:
+            if not done or mine is None:
+                claims.fail()
+            _, status = os.waitpid(pid, 0)
+            claims.close()
+        if stream is not None and claims.view[2] == Claims.OVER_BUDGET:  # the child's projection said so
+            raise stream.over(int(claims.view[5]), int(claims.view[6]))
+        if mine is None or status != 0:
+            return None
+        size = os.fstat(fd).st_size
+        if not size:
+            return None
+        theirs: dict[int, Part] = {}
+        try:  # frame by frame: only one piece's packed bytes at a time in this process
+            pos = 0
+            while pos < size:
+                length = int.from_bytes(os.pread(fd, 8, pos), "little")
+                k, packed = msgspec.msgpack.decode(os.pread(fd, length, pos + 8))
+                theirs[k] = unpack_part(packed, None if stream is None else stream.spill)
+                pos += 8 + length
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError, OSError):
+            return None
+    both = {**mine, **theirs}
+    if sorted(both) != list(range(len(pieces))):
+        return None
+    return [both[k] for k in range(len(pieces))]

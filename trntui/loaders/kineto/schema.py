@@ -1,0 +1,108 @@
+"""The chrome-trace event schema as Kineto writes it, and the msgspec decoders built from it.
+
+`Ev` keeps `args` raw (parsed per event on demand); `LinkArgs` decodes just the keys linking needs. The decoders
+are built once here and shared by every decode path (chunked, parallel, tolerant)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Ev(msgspec.Struct, omit_defaults=True, gc=False):  # no cycles possible: untracked is faster
+    """One chrome trace event, as written by Kineto; `args` stays raw until someone asks."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    ts: float = 0.0
+    dur: float = 0.0
+    pid: int | str = 0
+    tid: int | str = 0
+    id: int | str | None = None
+    bp: str | None = None
+    s: str | None = None
+    args: msgspec.Raw = None  # type: ignore[assignment]  # None when absent; `Raw | None` fails to decode objects in msgspec 0.23
+
+
+class Trace(msgspec.Struct):
+    """The object form's top level. Unknown keys are ignored (they are user metadata)."""
+
+    traceEvents: list[Ev] | None = None
+    baseTimeNanoseconds: int | None = None
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+    trace_id: Any = None
+    record_shapes: Any = None
+    with_stack: Any = None
+    profile_memory: Any = None
+    host_name: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+
+
+ABSENT = -(2**63) + 7
+"""Default of absent link keys (an int, so whole columns convert with one `np.fromiter`)."""
+
+
+class LinkArgs(msgspec.Struct, gc=False):
+    """The args keys needed to link ops, runtime calls and device rows."""
+
+    ext: int | float | str | None = msgspec.field(name="External id", default=ABSENT)
+    ext_legacy: int | float | str | None = msgspec.field(name="external id", default=ABSENT)
+    corr: int | float | str | None = msgspec.field(name="correlation", default=ABSENT)
+
+
+class TraceTop(Trace):
+    """The object form's top level with the event array kept raw (decoded in chunks)."""
+
+    traceEvents: msgspec.Raw = None  # type: ignore[assignment]
+
+
+trace_decoder = msgspec.json.Decoder(Trace)
+
+
+top_raw_decoder = msgspec.json.Decoder(TraceTop)
+
+
+list_decoder = msgspec.json.Decoder(list[Ev])
+
+
+ev_decoder = msgspec.json.Decoder(Ev)
+
+
+raw_list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+raw_dict_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+link_one_decoder = msgspec.json.Decoder(LinkArgs)
+
+
+any_decoder = msgspec.json.Decoder()
+
+
+class _Codes(dict):
+    def __missing__(self, key: Any) -> int:
+        return 0
+
+
+PH = _Codes({"X": 1, "i": 2, "I": 3, "B": 4, "E": 5, "M": 6, "s": 7, "f": 8, "t": 9})
+"""Phase → small int code (0 for any other phase), so phase tests are numpy comparisons."""
+
+
+def top_level_meta(top: Trace) -> dict[str, Any]:
+    out = {}
+    for field in top.__struct_fields__:
+        if field == "traceEvents":
+            continue
+        value = getattr(top, field)
+        if value is not None:
+            out[field] = value
+    return out

@@ -1,0 +1,63 @@
+"""The two-process decode's wire format: a piece's columns (`Part`) as plain msgpack data.
+
+Arrays travel as (dtype, bytes), kept M/B/E events as JSON; the forked child writes length-prefixed frames
+`[piece index, columns]` to a temporary file that the parent reads back frame by frame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trntui.loaders.kineto.columns import FCols, Part, XCols
+from trntui.loaders.kineto.schema import list_decoder
+from trntui.model.args import ArgsStore
+
+
+# the child's columns travel as msgpack (plain data: arrays as dtype + bytes, kept events as JSON)
+def _arr(a: np.ndarray) -> list[Any]:
+    return [a.dtype.str, a.tobytes()]
+
+
+def _unarr(t: list[Any]) -> np.ndarray:
+    return np.frombuffer(t[1], np.dtype(t[0]))
+
+
+def _ids_enc(v: Any) -> list[Any]:
+    return [_arr(v)] if isinstance(v, np.ndarray) else [v[0], _arr(v[1])]
+
+
+def _ids_dec(t: list[Any]) -> Any:
+    return _unarr(t[0]) if len(t) == 1 else (t[0], _unarr(t[1]))
+
+
+def pack_part(p: Part) -> list[Any]:
+    """One piece's columns as plain msgpack data (arrays as dtype + bytes, kept events as JSON)."""
+    x, f = p.x, p.flows
+    xs = [x.m, _arr(x.ts), _arr(x.dur), _arr(x.kinds), _ids_enc(x.pid), _ids_enc(x.tid), _ids_enc(x.cat),
+          _ids_enc(x.name), [x.args.blob if isinstance(x.args.blob, bytes) else None, _arr(x.args.starts), _arr(x.args.ends)],
+          None if x.links is None else [_arr(x.links[0]), _arr(x.links[1])]]
+    fs = None if f is None else [f.n, _arr(f.ts), _ids_enc(f.pid), _ids_enc(f.tid), _arr(f.keys), _ids_enc(f.cat), _arr(f.ph)]
+    return [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs]
+
+
+def unpack_part(packed: list[Any], spill: Any = None) -> Part:
+    """A piece's columns from `pack_part`; args without a blob are in the streamed load's shared `spill`."""
+    n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs = packed
+    p = Part()
+    p.n, p.n_m, p.n_x, p.n_be, p.n_sft = n, n_m, n_x, n_be, n_sft
+    p.m_events, p.be_events = list_decoder.decode(m_ev), list_decoder.decode(be_ev)
+    x = p.x = XCols()
+    x.m, x.ts, x.dur, x.kinds = xs[0], _unarr(xs[1]), _unarr(xs[2]), _unarr(xs[3])
+    x.pid, x.tid, x.cat, x.name = _ids_dec(xs[4]), _ids_dec(xs[5]), _ids_dec(xs[6]), _ids_dec(xs[7])
+    blob, starts, ends = xs[8]
+    x.args = ArgsStore(spill if blob is None else blob, _unarr(starts), _unarr(ends))
+    x.links = None if xs[9] is None else (_unarr(xs[9][0]), _unarr(xs[9][1]))
+    if fs is None:
+        p.flows = None
+    else:
+        f = p.flows = FCols()
+        f.n, f.ts, f.pid, f.tid, f.keys, f.cat, f.ph = (
+            fs[0], _unarr(fs[1]), _ids_dec(fs[2]), _ids_dec(fs[3]), _unarr(fs[4]), _ids_dec(fs[5]), _unarr(fs[6]))
+    return p
