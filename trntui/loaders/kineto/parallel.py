@@ -176,9 +176,7 @@ def decode_parallel(inner: memoryview, offset: int, total: int, stream: Stream |
             raise stream.over(int(claims.view[5]), int(claims.view[6]))
         if mine is None or status != 0:
             return None
-        size = os.fstat(fd).st_size
-        if not size:
-            return None
+        size = os.fstat(fd).st_size  # 0 when this process took every piece before the child took one
         theirs: dict[int, Part] = {}
         try:  # frame by frame: only one piece's packed bytes at a time in this process
             pos = 0
