@@ -27,7 +27,7 @@ async def test_header_and_three_panes_at_80x24(corpus_dir):
             "cuda_ns_resolution_68k.json.gz · CUDA · 5 steps · 45,422 events · span 495ms"
         )
         assert text[1].startswith("─Ops · sort: Self CUDA ↓ · 191/191 rows")
-        assert any(line.startswith("─Timeline · +0ns … +495") for line in text)
+        assert any(line.startswith("─Timeline · +0ms … +495ms") for line in text)
         assert any(line.startswith("─Chain") for line in text)
         assert "Quit" in text[-1] and "Help" in text[-1]
 

@@ -14,13 +14,13 @@ async def test_cuda_op_chain(corpus_dir):
         await pilot.pause()
         chain = app.chain
         assert chain.text_lines[:4] == [
-            "aten::add                 199µs @+19641.423ms                   framework  PID:563677/framework/TID:563677",
-            "└ cudaLaunchKernel         50µs @+19641.535ms  dispatch 112µs   runtime via time containment  "
+            "aten::add                 199µs @ +19.641423s                   framework  PID:563677/framework/TID:563677",
+            "└ cudaLaunchKernel         50µs @ +19.641535s  dispatch 112µs   runtime via time containment  "
             "PID:563677/runtime/TID:563677",
-            "  └ void at::native...      3µs @+19644.001ms  queue 2.42ms     hardware via correlation  PID:0/device/Stream:7",
+            "  └ void at::native...      3µs @ +19.644001s  queue 2.42ms     hardware via correlation  PID:0/device/Stream:7",
             "parent: [param|torch.add|0|0|0|warmup|forward]",
         ]
-        assert chain.render_line(1).text.startswith("└ cudaLaunchKernel         50µs @+19641.535ms  dispatch 112µs")
+        assert chain.render_line(1).text.startswith("└ cudaLaunchKernel         50µs @ +19.641535s  dispatch 112µs")
         assert str(chain.border_title) == "Chain · aten::add"
 
 

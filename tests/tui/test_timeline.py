@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from trntui.analysis.timeline import build_rows
+
 from .conftest import opened
 
 ADD_OP = 33
 """Event index of the first `aten::add` in cuda_simple_add.json.gz."""
 
 WINDOW = [
-    "50µs/cell            |+19641.323ms |+700µs       |▼1.4ms       |+2.1ms",
+    "50µs/cell                         |+19.642s       ▼   |+19.643s",
     "▸ [param|cuda] · 19.8s · start +0ns · PID:563677/framework/TID:563677",
     "── framework dispatch ──────────────────────────────────────────────────────────",
-    "▸ramework/TID:563677 ███████████████████████████████████████████████████████████",
-    "                  +1 ███████████████████████████████████████████████████████████",
-    "                  +2 ███████████████████████████████████████████████████████████",
-    "                  +3 ███████████████████████████████████████████████████████████",
+    "▸…amework/TID:563677 [param|cuda]███████████████████████████████████████████████",
+    "                  +1 [param|torch.add|0|0|0]████████████████████████████████████",
+    "                  +2 [param|torch.add|0|0|0|warmup|forward]█████████████████████",
+    "                  +3 [param|torch.add|0|0|0|warmup|forward]█████████████████████",
     "markers",
     "markers/Traces",
-    "markers/Spans        ███████████████████████████████████████████████████████████",
+    "markers/Spans        PyTorch Profiler (0)███████████████████████████████████████",
     "── runtime ─────────────────────────────────────────────────────────────────────",
-    "…/runtime/TID:563677 ░   ▓░▒██████████████████████████████████████████████▓",
+    "…/runtime/TID:563677 ░   ▓░▒cudaDeviceSynchronize█████████████████████████▓",
     "── hardware ────────────────────────────────────────────────────────────────────",
     "…D:0/device/Stream:7                                                      ░",
 ]
+"""Maximized at 80×24: every lane and sub-row fits, so tier headings and full labels; names inside the bars."""
 
 
 def lines(widget, count: int) -> list[str]:
@@ -46,13 +49,13 @@ async def test_known_window_rows(corpus_dir):
         timeline.set_window(int(app.profile.start[ADD_OP]) - 100_000, 50_000)
         await pilot.pause()
         assert lines(timeline, len(WINDOW)) == WINDOW
-        assert str(timeline.border_title) == "Timeline · +19641.323ms … +19644.273ms · 50µs/cell"
+        assert str(timeline.border_title) == "Timeline · +19.64132s … +19.64427s · 50µs/cell"
 
 
 async def test_selected_op_instances_are_highlighted(corpus_dir):
     """After Enter on `aten::add` in the ops table, the cells of its kernel are drawn in the selection style."""
     async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
-        await pilot.press("down", "down", "enter")
+        await pilot.press("down", "down", "enter", "tab", "d", "d")  # every lane and sub-row
         await pilot.pause()
         timeline = app.timeline
         timeline.set_window(int(app.profile.start[ADD_OP]) - 100_000, 50_000)
@@ -86,7 +89,7 @@ async def test_pan_zoom_fit_keys(corpus_dir):
         assert timeline.t0 == t0 - (timeline.cells // 8) * timeline.ns_per_cell
         await pilot.press("0")
         assert (timeline.t0, timeline.ns_per_cell) == fitted
-        assert str(timeline.border_title).startswith("Timeline · +0ns … +43")
+        assert str(timeline.border_title).startswith("Timeline · +0.0s … +43.4s")
         # g / G (home / end) jump to the trace's start and end at the current zoom
         await pilot.press("plus", "plus", "plus", "G")
         first, last = timeline.window
@@ -153,16 +156,18 @@ async def test_cpu_capture_lanes(cpu_profile_dir):
 
 
 async def test_subrows_toggle(corpus_dir):
-    """`d` merges a lane's nesting sub-rows into one row (small terminals) and splits them again."""
+    """`d` cycles the rows: fitted to the pane → one row per lane → one row per lane and depth → fitted."""
     async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
         await pilot.press("down", "down", "enter", "tab")
         timeline = app.timeline
-        expanded = [d.title for d in timeline.display_rows]
-        assert "+1" in expanded
         event = timeline.event_under_cursor()
+        fitted = [d.title for d in timeline.display_rows]
+        assert len(fitted) <= timeline.visible_rows
+        lanes = {lane for d in timeline.display_rows for lane in d.lanes}
+        assert lanes == {r.lane for r in build_rows(app.profile, 1)}  # every lane is drawn, some shared
         await pilot.press("d")
         merged = [d.title for d in timeline.display_rows]
-        assert "+1" not in merged and len(merged) < len(expanded)
+        assert "framework dispatch" in merged and "+1" not in merged
         assert len({d.row.lane for d in timeline.display_rows if d.row is not None}) == len(
             [d for d in timeline.display_rows if d.row is not None]
         )
@@ -170,7 +175,10 @@ async def test_subrows_toggle(corpus_dir):
         await pilot.press("n")
         assert app.profile.name_of(timeline.event_under_cursor()) == "aten::add"
         await pilot.press("d")
-        assert [d.title for d in timeline.display_rows] == expanded
+        expanded = [d.title for d in timeline.display_rows]
+        assert "+1" in expanded and len(expanded) > len(merged)
+        await pilot.press("d")
+        assert [d.title for d in timeline.display_rows] == fitted
 
 
 async def test_lane_paging(corpus_dir):

@@ -7,7 +7,8 @@ any cell is two binary searches: a frame costs O(rows × cells × log n) whateve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -76,41 +77,229 @@ class TimelineRow:
     starts: np.ndarray
     ends: np.ndarray
     busy: Intervals
+    long_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    """Per duration level k: (positions, starts, running max of ends) of the events lasting >= 4**k ns (built
+    on demand by `bar_labels`; at one zoom only one level is used)."""
+
+
+LABEL_MIN_CELLS = 3
+"""A name is drawn inside a bar that has at least this many whole cells (two characters and `…`)."""
+
+
+def _long_events(row: TimelineRow, min_ns: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The row's events lasting at least 4**k <= `min_ns` ns, sorted by start, with the running max of their
+    ends (a superset of those lasting `min_ns`; cached per level k, so a frame never scans the whole row)."""
+    level = max(int(math.log(max(min_ns, 1.0), 4)), 0)
+    cached = row.long_events.get(level)
+    if cached is None:
+        pos = np.nonzero(row.ends - row.starts >= 4**level)[0]
+        ends = row.ends[pos]
+        cached = (pos, row.starts[pos], np.maximum.accumulate(ends) if len(ends) else ends)
+        row.long_events[level] = cached
+    return cached
+
+
+def bar_labels(row: TimelineRow, bounds: np.ndarray, min_cells: int = LABEL_MIN_CELLS) -> list[tuple[int, int, int]]:
+    """(first cell, end cell, event) of each event of `row` that covers at least `min_cells` whole cells of the
+    window whose cell boundaries are `bounds` (`cell_bounds`), in start order. A bar that begins left of the
+    window gets its label at the first cell (the name stays readable while panning)."""
+    cells = len(bounds) - 1
+    if cells < min_cells or len(row.events) == 0:
+        return []
+    lo, hi = int(bounds[0]), int(bounds[-1])
+    ns_per_cell = (hi - lo) / cells
+    pos, starts, run_end = _long_events(row, ns_per_cell * min_cells)
+    a = int(np.searchsorted(run_end, lo, side="right"))
+    b = int(np.searchsorted(starts, hi, side="left"))
+    if b <= a:
+        return []
+    cand = pos[a:b]
+    s = row.starts[cand]
+    e = row.ends[cand]
+    keep = (e - s) >= ns_per_cell * (min_cells - 1)
+    cand, s, e = cand[keep], s[keep], e[keep]
+    first = np.searchsorted(bounds, s, side="left")
+    last = np.searchsorted(bounds, e, side="right") - 1
+    first = np.clip(first, 0, cells)
+    last = np.clip(last, 0, cells)
+    ok = last - first >= min_cells
+    return [(int(f), int(l), int(row.events[c])) for f, l, c in zip(first[ok], last[ok], cand[ok])]
 
 
 def build_rows(profile: Profile, max_depth: int = 4) -> list[TimelineRow]:
-    """Rows in display order (lanes by tier, then depth); lanes without events are left out. Cached."""
+    """Rows in display order (lanes by tier, then depth); lanes without events are left out. Cached.
+
+    `max_depth=1` gives one row per lane with every nesting depth in it (from the profile's lane index)."""
     key = ("timeline_rows", max_depth)
     cached = profile.cache.get(key)
     if cached is not None:
         return cached
-    _, depth = profile.nesting()
-    clipped = np.minimum(depth.astype(np.int64), max_depth - 1)
-    order = np.lexsort((profile.start, clipped, profile.lane.astype(np.int64)))
-    lane_sorted = profile.lane[order].astype(np.int64)
-    depth_sorted = clipped[order]
-    group_key = lane_sorted * max_depth + depth_sorted
-    bounds = np.nonzero(np.diff(group_key))[0] + 1 if len(order) else np.empty(0, np.int64)
-    firsts = np.concatenate([[0], bounds]).astype(np.int64) if len(order) else np.empty(0, np.int64)
-    lasts = np.concatenate([bounds, [len(order)]]).astype(np.int64) if len(order) else np.empty(0, np.int64)
     by_key: dict[tuple[int, int], TimelineRow] = {}
-    for a, b in zip(firsts.tolist(), lasts.tolist()):
-        ev = order[a:b]
-        s = profile.start[ev]
-        e = profile.end[ev]
-        lane, d = int(lane_sorted[a]), int(depth_sorted[a])
-        by_key[(lane, d)] = TimelineRow(lane, d, ev, s, e, Intervals.union(s, e))
+    if max_depth == 1:
+        for lane in profile.lanes:
+            ev = profile.lane_events(lane.id)
+            if len(ev):
+                s, e = profile.start[ev], profile.end[ev]
+                by_key[(lane.id, 0)] = TimelineRow(lane.id, 0, ev, s, e, Intervals.union(s, e))
+    else:
+        _, depth = profile.nesting()
+        clipped = np.minimum(depth.astype(np.int64), max_depth - 1)
+        order = np.lexsort((profile.start, clipped, profile.lane.astype(np.int64)))
+        lane_sorted = profile.lane[order].astype(np.int64)
+        depth_sorted = clipped[order]
+        group_key = lane_sorted * max_depth + depth_sorted
+        bounds = np.nonzero(np.diff(group_key))[0] + 1 if len(order) else np.empty(0, np.int64)
+        firsts = np.concatenate([[0], bounds]).astype(np.int64) if len(order) else np.empty(0, np.int64)
+        lasts = np.concatenate([bounds, [len(order)]]).astype(np.int64) if len(order) else np.empty(0, np.int64)
+        for a, b in zip(firsts.tolist(), lasts.tolist()):
+            ev = order[a:b]
+            s = profile.start[ev]
+            e = profile.end[ev]
+            lane, d = int(lane_sorted[a]), int(depth_sorted[a])
+            by_key[(lane, d)] = TimelineRow(lane, d, ev, s, e, Intervals.union(s, e))
     rows: list[TimelineRow] = []
-    lanes = profile.lanes_by_tier()
-    # trace-window markers (profiler span, iteration starts) go last in their tier: the real lanes come first
-    lanes = sorted(lanes, key=lambda l: (int(l.tier), l.subsystem == "markers"))
-    for lane in lanes:
+    for lane in display_lanes(profile):
         for d in range(max_depth):
             row = by_key.get((lane.id, d))
             if row is not None:
                 rows.append(row)
     profile.cache[key] = rows
     return rows
+
+
+def display_lanes(profile: Profile) -> list:
+    """Lanes in display order: by tier, trace-window markers (profiler span, iteration starts) last in their
+    tier so the real lanes come first."""
+    return sorted(profile.lanes_by_tier(), key=lambda l: (int(l.tier), l.subsystem == "markers"))
+
+
+def merged_row(rows: list[TimelineRow]) -> TimelineRow:
+    """One row holding the events of several rows (a summary of lanes that do not get a row of their own)."""
+    if len(rows) == 1:
+        return rows[0]
+    ev = np.concatenate([r.events for r in rows])
+    s = np.concatenate([r.starts for r in rows])
+    e = np.concatenate([r.ends for r in rows])
+    order = np.argsort(s, kind="stable")
+    ev, s, e = ev[order], s[order], e[order]
+    return TimelineRow(-1, 0, ev, s, e, Intervals.union(s, e))
+
+
+@dataclass(frozen=True)
+class LaneInfo:
+    """What the row planner needs to know about one lane."""
+
+    lane: int
+    activity: int
+    """Busy ns (the union of its events); -1 for trace-window marker lanes, which never get a row of their own
+    when space is short."""
+    depths: int
+    """Nesting sub-rows it has (1 when every event is at depth 0)."""
+
+
+@dataclass(frozen=True)
+class PlannedRow:
+    """A row of the timeline: a tier heading, one lane (one depth, or every depth when `depth` is None), or a
+    summary of several lanes of a tier drawn as one row."""
+
+    tier: int
+    lanes: tuple[int, ...] = ()
+    """Empty for a heading."""
+    depth: int | None = None
+
+    @property
+    def is_heading(self) -> bool:
+        return not self.lanes
+
+
+def lane_groups(profile: Profile, max_depth: int = 4) -> list[tuple[int, list[LaneInfo]]]:
+    """Lanes with events grouped by tier in display order, with their busy time and sub-row count (cached;
+    builds the per-depth and one-per-lane rows, so a load worker can call it before the first frame)."""
+    key = ("timeline_lane_groups", max_depth)
+    cached = profile.cache.get(key)
+    if cached is not None:
+        return cached
+    merged = {r.lane: r for r in build_rows(profile, 1)}
+    depths: dict[int, int] = {}
+    for r in build_rows(profile, max_depth):
+        depths[r.lane] = depths.get(r.lane, 0) + 1
+    groups: list[tuple[int, list[LaneInfo]]] = []
+    for lane in display_lanes(profile):
+        row = merged.get(lane.id)
+        if row is None:
+            continue
+        activity = -1 if lane.subsystem == "markers" else int(row.busy.cum[-1])
+        info = LaneInfo(lane.id, activity, depths.get(lane.id, 1))
+        if groups and groups[-1][0] == int(lane.tier):
+            groups[-1][1].append(info)
+        else:
+            groups.append((int(lane.tier), [info]))
+    profile.cache[key] = groups
+    return groups
+
+
+FIT, LANES, ALL = "fit", "lanes", "all"
+"""Row modes: fit the rows to the height (default), one row per lane, one row per lane and nesting depth."""
+
+
+def plan_rows(
+    groups: list[tuple[int, list[LaneInfo]]], budget: int, mode: str = FIT, pinned: tuple[int, ...] = ()
+) -> list[PlannedRow]:
+    """The rows to draw for lanes grouped by tier (in display order) in `budget` rows.
+
+    `all` and `lanes` draw every lane under its tier heading (with or without nesting sub-rows). `fit` picks
+    the fullest of these that fits; when even one row per lane does not fit, it drops the headings and gives
+    every tier one row at least: its busiest lanes (and `pinned` ones, e.g. the cursor's lane or a jump target)
+    get rows of their own and the rest of the tier shares one summary row, so every tier that has events is on
+    the first screen.
+    """
+    pin = set(pinned)
+    full = sum(1 + sum(l.depths for l in lanes) for _, lanes in groups)
+    if mode == ALL or (mode == FIT and full <= budget):
+        out: list[PlannedRow] = []
+        for tier, lanes in groups:
+            out.append(PlannedRow(tier))
+            out += [PlannedRow(tier, (l.lane,), d) for l in lanes for d in range(l.depths)]
+        return out
+    per_lane = sum(1 + len(lanes) for _, lanes in groups)
+    if mode == LANES or per_lane <= budget:
+        expanded: set[int] = set()
+        if mode == FIT:
+            spare = budget - per_lane
+            by_activity = sorted((l for _, lanes in groups for l in lanes), key=lambda l: (l.lane not in pin, -l.activity))
+            for l in by_activity:
+                if 0 < l.depths - 1 <= spare:
+                    expanded.add(l.lane)
+                    spare -= l.depths - 1
+        out = []
+        for tier, lanes in groups:
+            out.append(PlannedRow(tier))
+            for l in lanes:
+                if l.lane in expanded:
+                    out += [PlannedRow(tier, (l.lane,), d) for d in range(l.depths)]
+                else:
+                    out.append(PlannedRow(tier, (l.lane,), None))
+        return out
+    # compact: one row per tier to start with, then the busiest lanes get their own
+    promoted: dict[int, set[int]] = {tier: set() for tier, _ in groups}
+    used = len(groups)
+    candidates = [(tier, l) for tier, lanes in groups for l in lanes if l.activity > 0 or l.lane in pin]
+    candidates.sort(key=lambda tl: (tl[1].lane not in pin, -tl[1].activity))
+    size = {tier: len(lanes) for tier, lanes in groups}
+    for tier, l in candidates:
+        if len(promoted[tier]) >= size[tier] - 1:
+            continue  # the tier's last lane is drawn as itself anyway
+        if used >= budget and l.lane not in pin:
+            continue
+        promoted[tier].add(l.lane)
+        used += 1
+    out = []
+    for tier, lanes in groups:
+        rest = tuple(l.lane for l in lanes if l.lane not in promoted[tier])
+        out += [PlannedRow(tier, (l.lane,), None) for l in lanes if l.lane in promoted[tier]]
+        if rest:
+            out.append(PlannedRow(tier, rest, None))
+    return out
 
 
 def display_span(profile: Profile) -> tuple[int, int]:
@@ -240,25 +429,93 @@ def _before(row: TimelineRow, t: int, current: int) -> int:
     return int(np.searchsorted(row.starts, t, side="left")) - 1
 
 
+_UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
+
+
+def _unit(a: float) -> tuple[float, str]:
+    """The largest unit that `a` ns is at least one of (ns below 1µs)."""
+    for scale, name in reversed(_UNITS):
+        if a >= scale:
+            return scale, name
+    return _UNITS[0]
+
+
 def format_ns(ns: float) -> str:
-    """A short duration: `850ns`, `12.3µs`, `1.25ms`, `3.40s`."""
+    """A short duration with three significant digits and a unit: `850ns`, `12.3µs`, `1.25ms`, `3.40s`,
+    `70145s` (never scientific notation)."""
     a = abs(ns)
     sign = "-" if ns < 0 else ""
-    if a < 1e3:
-        return f"{sign}{a:.0f}ns"
-    if a < 1e6:
-        return f"{sign}{a / 1e3:.3g}µs" if a < 1e5 else f"{sign}{a / 1e3:.0f}µs"
-    if a < 1e9:
-        return f"{sign}{a / 1e6:.3g}ms" if a < 1e8 else f"{sign}{a / 1e6:.0f}ms"
-    return f"{sign}{a / 1e9:.3g}s"
+    scale, unit = _unit(a)
+    value = a / scale
+    if unit == "ns" or value >= 100:
+        text = f"{value:.0f}"
+    else:
+        text = f"{value:.{2 if value < 10 else 1}f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"
+    return f"{sign}{text}{unit}"
 
 
-def format_offset(ns: float) -> str:
-    """A time offset precise enough to tell events apart: `+850ns`, `+12.3µs`, `+19619.474ms`."""
+def _decimals(scale: float, resolution: float) -> int:
+    """Decimals that show `resolution` ns in a unit of `scale` ns."""
+    if resolution >= scale:
+        return 0
+    return min(max(math.ceil(math.log10(scale / resolution) - 1e-9), 0), 9)
+
+
+def format_offset(ns: float, resolution: float | None = None, unit_of: float | None = None) -> str:
+    """A time on the trace's relative clock: `+850ns`, `+12.3µs`, `+607.361ms`, `+3.368811s`.
+
+    The unit follows the magnitude (of `unit_of` when given: a ruler uses one unit for all its marks); the
+    decimals show `resolution` ns (default: 1µs at ms and s, 100ns at µs) — never scientific notation.
+    """
     a = abs(ns)
-    sign = "-" if ns < 0 else "+"
-    if a < 1e3:
-        return f"{sign}{a:.0f}ns"
-    if a < 1e6:
-        return f"{sign}{a / 1e3:.1f}µs"
-    return f"{sign}{a / 1e6:.3f}ms"
+    sign = "-" if ns < 0 and round(a) > 0 else "+"
+    scale, unit = _unit(abs(unit_of) if unit_of is not None else a)
+    if resolution is None:
+        resolution = 100.0 if unit == "µs" else 1000.0
+    return f"{sign}{a / scale:.{_decimals(scale, resolution)}f}{unit}"
+
+
+def format_absolute(ns: int) -> str:
+    """An absolute timestamp: the UTC date and time when the trace clock is the Unix epoch (as Kineto's is),
+    else the raw trace-clock value."""
+    import datetime
+
+    if ns > 10**17:  # after 1973: an epoch clock
+        whole, frac = divmod(int(ns), 10**9)
+        stamp = datetime.datetime.fromtimestamp(whole, tz=datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return f"{stamp}.{frac:09d} UTC"
+    return f"{int(ns):,}ns on the trace clock"
+
+
+_NICE = (1, 2, 5)
+
+
+def nice_steps(minimum: float):
+    """Round step sizes (1, 2, 5 × 10^k ns) from the first one >= `minimum`, ascending."""
+    k = max(int(math.floor(math.log10(max(minimum, 1.0)))), 0)
+    while True:
+        for m in _NICE:
+            step = m * 10**k
+            if step >= minimum:
+                yield float(step)
+        k += 1
+
+
+def ruler_marks(t0: float, ns_per_cell: float, cells: int, min_gap: int = 10) -> list[tuple[int, str]]:
+    """(cell, text) of the ruler's marks over `cells` cells from `t0` ns after the origin: round times, all in
+    one unit, spaced so the texts never touch."""
+    end = t0 + cells * ns_per_cell
+    for step in nice_steps(min_gap * ns_per_cell):
+        first = math.ceil(t0 / step) * step
+        ticks = []
+        t = first
+        while t < end and len(ticks) <= cells:
+            ticks.append(t)
+            t = first + len(ticks) * step
+        if not ticks:
+            return []
+        biggest = max(abs(ticks[0]), abs(ticks[-1]))
+        texts = [format_offset(t, step, unit_of=biggest if biggest else step) for t in ticks]
+        if step / ns_per_cell >= max(len(x) for x in texts) + 2:
+            return [(int(math.floor((t - t0) / ns_per_cell)), x) for t, x in zip(ticks, texts)]
+    return []

@@ -192,10 +192,10 @@ class TrntuiApp(App[None]):
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
-            from trntui.analysis.timeline import build_rows, display_span
+            from trntui.analysis.timeline import display_span, lane_groups
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
-            build_rows(profile, MAX_SUBROWS)
+            lane_groups(profile, MAX_SUBROWS)  # the timeline's rows, built here rather than on the first frame
             display_span(profile)
             if worker.is_cancelled:
                 return
@@ -262,9 +262,9 @@ class TrntuiApp(App[None]):
         self.load_seconds = message.seconds
         self.load_error = ""
         self.ops.set_table(message.table)
-        self.timeline.set_profile(message.profile)
-        if message.view is not None:
-            self.timeline.fit(message.view)
+        # --steps: the clock starts at the first selected step (--window times are from the trace start)
+        origin = message.view[0] if message.view is not None and self.steps_spec else None
+        self.timeline.set_profile(message.profile, message.view, origin)
         self.chain.set_profile(message.profile, self.timeline.origin)
         for pane in (self.ops, self.timeline, self.chain):
             pane.loading = False

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -22,18 +23,29 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from trntui.analysis.timeline import (
+    ALL,
+    FIT,
+    LANES,
     Intervals,
     TimelineRow,
+    bar_labels,
     build_rows,
     cell_bounds,
+    display_lanes,
     display_span,
     event_at,
+    format_absolute,
     format_ns,
     format_offset,
+    lane_groups,
+    merged_row,
     next_event,
+    plan_rows,
     row_cells,
+    ruler_marks,
     selected_intervals,
 )
+from trntui.model.profile import Tier
 from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text, truncate
 
@@ -53,14 +65,32 @@ _STEP = Binding.Group("Event", compact=True)
 _INSTANCE = Binding.Group("Instance", compact=True)
 
 
+TIER_TAGS = {Tier.DISPATCH: "cpu", Tier.DEVICE: "dev", Tier.RUNTIME: "rt", Tier.HARDWARE: "hw"}
+"""Short tier names in front of lane labels when the rows are too few for tier headings."""
+
+
 @dataclass(frozen=True)
 class DisplayRow:
-    """A drawn row: a tier heading (`row` is None) or one timeline row."""
+    """A drawn row: a tier heading (`row` is None), one lane (at one depth or all), or several lanes in one."""
 
     title: str
     row: TimelineRow | None = None
-    index: int = -1
-    """Index into the model rows (for the selection intervals)."""
+    lanes: tuple[int, ...] = ()
+    """The lanes drawn in the row (several: a summary row)."""
+    tag: str = ""
+    """Tier tag drawn before the title when there are no tier headings (`hw`, `rt`, ...)."""
+
+    @property
+    def is_summary(self) -> bool:
+        return len(self.lanes) > 1
+
+
+def fit_cells(text: str, width: int) -> str:
+    """`text` cut to at most `width` cells, ending in `…` when cut; one character per cell (a character that is
+    not one cell wide, e.g. CJK, becomes `?`), so it can be laid over a row of glyphs."""
+    if not text.isascii():
+        text = "".join(ch if cell_len(ch) == 1 else "?" for ch in text)
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def left_truncate(text: str, width: int) -> str:
@@ -98,7 +128,8 @@ class Timeline(Widget, can_focus=True):
         Binding("comma", "nudge(-1)", "Cursor left one cell", show=False, id="timeline-cursor-left"),
         Binding("full_stop", "nudge(1)", "Cursor right one cell", show=False, id="timeline-cursor-right"),
         Binding("enter", "choose", "Chain", id="timeline-chain"),
-        Binding("d", "toggle_subrows", "Sub-rows", show=False, id="timeline-subrows"),
+        Binding("d", "toggle_subrows", "Rows: fit / every lane / every depth", show=False, id="timeline-subrows"),
+        Binding("t", "toggle_clock", "Absolute / relative time", show=False, id="timeline-clock"),
     ]
 
     COMPONENT_CLASSES = {
@@ -134,7 +165,6 @@ class Timeline(Widget, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile: Profile | None = None
-        self.rows: list[TimelineRow] = []
         self.display_rows: list[DisplayRow] = []
         self.origin = 0
         """Absolute ns shown as +0 (start of the fitted span)."""
@@ -150,14 +180,23 @@ class Timeline(Widget, can_focus=True):
         """The event the cursor was put on by `[`/`]`/`n`/`N`, while it stays under the cursor."""
         self.first_row = 0
         """First display row drawn (vertical scroll)."""
-        self.subrows = MAX_SUBROWS
-        """Nesting depths drawn per lane (1: one row per lane, all depths merged)."""
+        self.absolute_time = False
+        """The status line shows absolute times (UTC on epoch clocks) instead of offsets from the origin."""
+        self.row_mode = FIT
+        """`fit` (rows fitted to the height), `lanes` (one row per lane) or `all` (one per lane and depth); `d`."""
+        self.pinned: tuple[int, ...] = ()
+        """Lanes that keep a row of their own when rows are summarised (the cursor's, jump targets)."""
         self.selection = np.empty(0, np.int64)
         """Highlighted events (the selected op's instances and what they launched)."""
         self.instances = np.empty(0, np.int64)
         """The selected op's own instances, sorted by start (`n`/`N` walk them)."""
-        self._selected: list[Intervals | None] = []
+        self._selected: dict[int, Intervals | None] = {}
+        """Per drawn TimelineRow (by id): the union of its highlighted events, computed when first drawn."""
+        self._selection_sorted = np.empty(0, np.int64)
         self._selection_version = 0
+        self._summaries: dict[tuple[int, ...], TimelineRow] = {}
+        self._plan_key: object = None
+        self._bar_names: dict[int, str] = {}
         self._fitted = True
         self._fit_span: tuple[int, int] | None = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
@@ -169,36 +208,86 @@ class Timeline(Widget, can_focus=True):
         """The widget's size, kept from the last Resize (`Widget.size` costs a DOM walk per call)."""
 
     # -- model -----------------------------------------------------------------------------------
-    def set_profile(self, profile: "Profile") -> None:
-        """Show `profile` fitted to its span, cursor on the first lane row."""
+    def set_profile(self, profile: "Profile", view: tuple[int, int] | None = None, origin: int | None = None) -> None:
+        """Show `profile` fitted to its span (or to the absolute `view`, e.g. `--steps`), cursor on the first
+        lane row. Times are shown from `origin` (default: the start of the trace; `--steps`: of the step)."""
         self.profile = profile
-        self._build_display()
-        self.origin = display_span(profile)[0]
+        self.origin = origin if origin is not None else display_span(profile)[0]
         self.selection = np.empty(0, np.int64)
         self.instances = np.empty(0, np.int64)
-        self._selected = [None] * len(self.rows)
+        self._selection_sorted = self.selection
+        self._selected = {}
         self._selection_version += 1
+        self._summaries = {}
+        self._bar_names = {}
+        self.pinned = ()
+        self._plan_key = None
+        self.cursor_row = 0
+        self._build_display()
         self.cursor_row = self._first_lane_row()
         self.first_row = 0
         self.cursor_event = -1
-        self.fit()
+        self.fit(view)
 
     def _build_display(self) -> None:
-        """Rows for the current sub-row setting: tier headings, then each lane's depth rows."""
+        """Rows for the current mode and height (`plan_rows`); the cursor stays on its lane."""
         profile = self.profile
         if profile is None:
             return
-        self.rows = build_rows(profile, self.subrows)
-        self.display_rows = []
-        last_tier = None
-        for index, row in enumerate(self.rows):
-            lane = profile.lanes[row.lane]
-            if lane.tier != last_tier:
-                self.display_rows.append(DisplayRow(lane.tier.title))
-                last_tier = lane.tier
-            label = safe_text(lane.label) if row.depth == 0 else f"+{row.depth}"
-            self.display_rows.append(DisplayRow(label, row, index))
+        current = self.display_rows[self.cursor_row] if 0 <= self.cursor_row < len(self.display_rows) else None
+        cursor_lanes = current.lanes if current is not None else ()
+        cursor_depth = current.row.depth if current is not None and current.row is not None else 0
+        own = cursor_lanes if len(cursor_lanes) == 1 else ()
+        pinned = tuple(dict.fromkeys((*own, *self.pinned)))
+        key = (self.row_mode, self.visible_rows, pinned)
+        if key == self._plan_key and self.display_rows:
+            return
+        self._plan_key = key
+        groups = lane_groups(profile, MAX_SUBROWS)
+        plan = plan_rows(groups, self.visible_rows, self.row_mode, pinned)
+        by_depth = {(r.lane, r.depth): r for r in build_rows(profile, MAX_SUBROWS)}
+        merged = {r.lane: r for r in build_rows(profile, 1)}
+        headings = any(p.is_heading for p in plan)
+        rows: list[DisplayRow] = []
+        for p in plan:
+            tier = Tier(p.tier)
+            if p.is_heading:
+                rows.append(DisplayRow(tier.title))
+                continue
+            tag = "" if headings else TIER_TAGS.get(tier, "")
+            if len(p.lanes) > 1:
+                row = self._summaries.get(p.lanes)
+                if row is None:
+                    row = self._summaries[p.lanes] = merged_row([merged[l] for l in p.lanes])
+                rows.append(DisplayRow(f"+{len(p.lanes)} lanes", row, p.lanes, tag))
+                continue
+            lane = profile.lanes[p.lanes[0]]
+            if p.depth is None:
+                rows.append(DisplayRow(safe_text(lane.label), merged[lane.id], p.lanes, tag))
+            else:
+                title = safe_text(lane.label) if p.depth == 0 else f"+{p.depth}"
+                rows.append(DisplayRow(title, by_depth[(lane.id, p.depth)], p.lanes, tag))
+        self.display_rows = rows
         self._cache.clear()
+        if own:
+            self.cursor_row = self._row_of_lane(own[0], cursor_depth)
+        elif cursor_lanes:
+            self.cursor_row = self._row_of_lane(cursor_lanes[0], cursor_depth)
+        self.cursor_row = min(self.cursor_row, max(len(rows) - 1, 0))
+        if rows and rows[self.cursor_row].row is None:
+            self.cursor_row = self._first_lane_row()
+        self.first_row = min(self.first_row, max(len(rows) - self.visible_rows, 0))
+
+    def _row_of_lane(self, lane: int, depth: int = 0) -> int:
+        """The display row drawing `lane` (at `depth` when it has depth rows), or the first lane row."""
+        first = -1
+        for k, d in enumerate(self.display_rows):
+            if d.row is not None and lane in d.lanes:
+                if d.row.depth == depth:
+                    return k
+                if first < 0:
+                    first = k
+        return first if first >= 0 else self._first_lane_row()
 
     def select(self, highlight: np.ndarray, instances: np.ndarray) -> None:
         """Highlight `highlight`; `instances` (an op's own events) are what `n`/`N` step through."""
@@ -208,9 +297,19 @@ class Timeline(Widget, can_focus=True):
             self.instances = inst[np.argsort(self.profile.start[inst], kind="stable")]
         else:
             self.instances = np.empty(0, np.int64)
-        self._selected = selected_intervals(self.rows, self.selection)
+        self._selection_sorted = np.unique(self.selection)
+        self._selected = {}
         self._selection_version += 1
         self.refresh()
+
+    def _selection_in(self, row: TimelineRow) -> Intervals | None:
+        """The union of `row`'s highlighted events (None when it has none), computed once per selection."""
+        if len(self._selection_sorted) == 0:
+            return None
+        key = id(row)
+        if key not in self._selected:
+            self._selected[key] = selected_intervals([row], self._selection_sorted)[0]
+        return self._selected[key]
 
     # -- geometry --------------------------------------------------------------------------------
     @property
@@ -218,7 +317,7 @@ class Timeline(Widget, can_focus=True):
         width = self._width or 80
         key = (width, len(self.display_rows))
         if self._label_width[0] != key:
-            longest = max((len(d.title) for d in self.display_rows), default=8)
+            longest = max((len(d.title) + (len(d.tag) + 1 if d.tag else 0) for d in self.display_rows if d.row), default=8)
             self._label_width = (key, max(8, min(longest, 28, width // 4)))
         return self._label_width[1]
 
@@ -231,6 +330,9 @@ class Timeline(Widget, can_focus=True):
             styles = {"base": base}
             for part in ("label", "tier", "busy", "selected", "cursor", "ruler"):
                 styles[part] = base + self.get_component_rich_style(f"timeline--{part}")
+            # a name inside a bar: the bar's colour as background, so shades keep their meaning
+            styles["busy-label"] = styles["busy"] + Style(reverse=True)
+            styles["selected-label"] = styles["selected"] + Style(reverse=True)
             self._style_cache = (key, styles)
         return self._style_cache[1]
 
@@ -273,7 +375,7 @@ class Timeline(Widget, can_focus=True):
             if d.row is not None:
                 if first < 0:
                     first = k
-                if self.profile is not None and self.profile.lanes[d.row.lane].subsystem != "markers":
+                if self.profile is not None and any(self.profile.lanes[l].subsystem != "markers" for l in d.lanes):
                     return k
         return max(first, 0)
 
@@ -308,7 +410,9 @@ class Timeline(Widget, can_focus=True):
         if self.profile is None:
             return "Timeline"
         a, b = self.window
-        return f"Timeline · {format_offset(a)} … {format_offset(b)} · {format_ns(self.ns_per_cell)}/cell"
+        unit = max(abs(a), abs(b))
+        span = f"{format_offset(a, self.ns_per_cell, unit)} … {format_offset(b, self.ns_per_cell, unit)}"
+        return f"Timeline · {span} · {format_ns(self.ns_per_cell)}/cell"
 
     # -- cursor helpers --------------------------------------------------------------------------
     def _center_on(self, t: float) -> None:
@@ -330,21 +434,35 @@ class Timeline(Widget, can_focus=True):
                 self.first_row -= 1
 
     def _row_for_event(self, event: int) -> int:
+        """The display row that draws `event` (its lane's own row before a summary row), or -1."""
         if self.profile is None:
             return -1
+        lane = int(self.profile.lane[event])
+        start = self.profile.start[event]
+        found = -1
         for k, d in enumerate(self.display_rows):
-            if d.row is not None and d.row.lane == int(self.profile.lane[event]):
-                pos = np.searchsorted(d.row.starts, self.profile.start[event], side="left")
-                end = np.searchsorted(d.row.starts, self.profile.start[event], side="right")
+            if d.row is not None and lane in d.lanes:
+                pos = np.searchsorted(d.row.starts, start, side="left")
+                end = np.searchsorted(d.row.starts, start, side="right")
                 if np.any(d.row.events[pos:end] == event):
-                    return k
-        return -1
+                    if not d.is_summary:
+                        return k
+                    found = k
+        return found
 
     def go_to_event(self, event: int) -> None:
-        """Put the cursor on `event` (its lane sub-row and start), panning if needed."""
-        row = self._row_for_event(event)
-        if row < 0 or self.profile is None:
+        """Put the cursor on `event` (its lane sub-row and start), panning if needed; a lane drawn in a summary
+        row gets a row of its own, and the rows scroll so the cursor's is in view."""
+        if self.profile is None:
             return
+        row = self._row_for_event(event)
+        if row < 0 or self.display_rows[row].is_summary:
+            lane = int(self.profile.lane[event])
+            self.pinned = tuple(dict.fromkeys((lane, *self.pinned)))[:4]
+            self._build_display()
+            row = self._row_for_event(event)
+            if row < 0:
+                return
         self.cursor_row = row
         self.cursor_event = event
         start = float(int(self.profile.start[event]) - self.origin)
@@ -357,11 +475,12 @@ class Timeline(Widget, can_focus=True):
         """The event at the cursor cell on the cursor row, or -1."""
         if not self.display_rows or self.profile is None:
             return -1
-        row = self.display_rows[self.cursor_row].row
+        item = self.display_rows[self.cursor_row]
+        row = item.row
         if row is None:
             return -1
         lo, hi = self._cell_span(self.cursor_col)
-        if self.cursor_event >= 0 and self.profile.lane[self.cursor_event] == row.lane:
+        if self.cursor_event >= 0 and int(self.profile.lane[self.cursor_event]) in item.lanes:
             s, e = int(self.profile.start[self.cursor_event]), int(self.profile.end[self.cursor_event])
             if s < hi and max(e, s + 1) > lo:
                 return self.cursor_event
@@ -455,22 +574,18 @@ class Timeline(Widget, can_focus=True):
         self.go_to_event(int(self.instances[k]))
 
     def action_toggle_subrows(self) -> None:
-        """One row per lane (all nesting depths merged) or one row per depth; the cursor stays on its lane."""
+        """Cycle the rows: fitted to the height → one row per lane → one row per lane and nesting depth; the
+        cursor stays on its lane."""
         if self.profile is None:
             return
-        current = self.display_rows[self.cursor_row].row if self.display_rows else None
-        lane = current.lane if current is not None else -1
-        self.subrows = 1 if self.subrows > 1 else MAX_SUBROWS
+        self.row_mode = {FIT: LANES, LANES: ALL, ALL: FIT}[self.row_mode]
         self._build_display()
-        self._selected = selected_intervals(self.rows, self.selection)
-        self._selection_version += 1
-        self.cursor_row = next(
-            (k for k, d in enumerate(self.display_rows) if d.row is not None and d.row.lane == lane),
-            self._first_lane_row(),
-        )
-        self.first_row = 0
         self._scroll_to_cursor()
         self._changed()
+
+    def action_toggle_clock(self) -> None:
+        self.absolute_time = not self.absolute_time
+        self.refresh()
 
     def action_choose(self) -> None:
         event = self.event_under_cursor()
@@ -521,49 +636,81 @@ class Timeline(Widget, can_focus=True):
         label_style = styles["label"]
         if is_cursor:
             label_style = label_style + Style(reverse=self.has_focus, bold=True)
-        label = left_truncate(item.title, lw)
-        label = label.rjust(lw) if item.row.depth else label.ljust(lw)
+        room = lw - 1 if is_cursor else lw
+        if item.tag:
+            label = f"{item.tag} {left_truncate(item.title, room - len(item.tag) - 1)}".ljust(room)
+        else:
+            label = left_truncate(item.title, room)
+            label = label.rjust(room) if item.row.depth else label.ljust(room)
         if is_cursor:
-            if label[0] in " …":
-                label = "▸" + label[1:]
-            elif label[-1] == " ":
-                label = "▸" + label[:-1]
-            else:
-                label = "▸" + left_truncate(item.title, lw - 1)
+            label = "▸" + label
         segments = [Segment(label, label_style), Segment(" ", base)]
         cells = self.cells
         t0 = self._abs(self.t0)
         bounds_key = (t0, self.ns_per_cell, cells)
         if self._bounds[0] != bounds_key:
             self._bounds = (bounds_key, cell_bounds(t0, self.ns_per_cell, cells))
-        glyphs, marked = row_cells(item.row, t0, self.ns_per_cell, cells, self._selected[item.index], self._bounds[1])
-        busy = styles["busy"]
-        selected = styles["selected"]
+        bounds = self._bounds[1]
+        glyphs, marked = row_cells(item.row, t0, self.ns_per_cell, cells, self._selection_in(item.row), bounds)
         cursor_col = self.cursor_col if is_cursor else -1
+        labels = bar_labels(item.row, bounds)
+        spans: list[tuple[int, int]] = []
+        if labels:
+            pieces: list[str] = []
+            done = 0
+            for first, end, event in labels:  # in start order, so `first` never decreases
+                if first < done:
+                    continue  # inside a bar whose name is drawn already (one-row-per-lane view)
+                text = self._bar_text(event, end - first)
+                pieces += (glyphs[done:first], text)
+                done = first + len(text)
+                spans.append((first, done))
+            pieces.append(glyphs[done:])
+            glyphs = "".join(pieces)
         if marked is None and not 0 <= cursor_col < cells:
-            segments.append(Segment(glyphs, busy))
+            busy, named = styles["busy"], styles["busy-label"]
+            done = 0
+            for first, end in spans:
+                segments += (Segment(glyphs[done:first], busy), Segment(glyphs[first:end], named))
+                done = end
+            segments.append(Segment(glyphs[done:], busy))
             return Strip(segments).crop_extend(0, width, base)
-        if marked is None:
-            marked = np.zeros(cells, bool)
-        # runs of equal style
-        kinds = marked.astype(np.int8)
-        if 0 <= cursor_col < cells:
-            kinds[cursor_col] = 2
-        palette = (busy, selected, None)
+        # kinds: bit 0 = highlighted (selected op), bit 1 = a name drawn inside its bar
+        kinds = marked.astype(np.int8) if marked is not None else np.zeros(cells, np.int8)
+        for first, end in spans:
+            kinds[first:end] |= 2
+        palette = (styles["busy"], styles["selected"], styles["busy-label"], styles["selected-label"])
         start = 0
-        for cut in list(np.nonzero(np.diff(kinds))[0] + 1) + [cells]:
+        if 0 <= cursor_col < cells:
+            cuts = sorted({*(np.nonzero(np.diff(kinds))[0] + 1).tolist(), cursor_col, cursor_col + 1, cells})
+        else:
+            cuts = (np.nonzero(np.diff(kinds))[0] + 1).tolist() + [cells]
+        for cut in cuts:
+            if cut <= start:
+                continue
             kind = int(kinds[start])
             text = glyphs[start:cut]
-            if kind == 2:
-                style = (selected if marked[start] else busy) + Style(reverse=True)
-                if text == " ":
+            if start == cursor_col:
+                if kind & 2:
+                    style = palette[kind & 1] + Style(underline=True, bold=True)
+                elif text == " ":
                     text = "│"
                     style = styles["cursor"]
+                else:
+                    style = palette[kind & 1] + Style(reverse=True)
             else:
                 style = palette[kind]
             segments.append(Segment(text, style))
             start = cut
         return Strip(segments).crop_extend(0, width, base)
+
+    def _bar_text(self, event: int, width: int) -> str:
+        """The name of `event` fitted to `width` cells (terminal-safe names cached per interned name)."""
+        name_id = int(self.profile.name[event])
+        name = self._bar_names.get(name_id)
+        if name is None:
+            name = self._bar_names[name_id] = fit_cells(safe_text(self.profile.names[name_id]), 10**9)
+        return name if len(name) <= width else name[: width - 1] + "…"
 
     def _ruler(self, width: int) -> Strip:
         base = self._styles()["base"]
@@ -572,33 +719,40 @@ class Timeline(Widget, can_focus=True):
         head = f"{format_ns(self.ns_per_cell)}/cell".ljust(lw)[:lw] + " "
         cells = self.cells
         line = [" "] * cells
-        step = max(cells // 4, 12)
-        for col in range(0, cells, step):
-            if col == 0:
-                mark = f"|{format_offset(self.t0)}"
-            else:
-                mark = f"|+{format_ns(col * self.ns_per_cell)}"
-            if col + len(mark) > cells:
-                break
-            line[col : col + len(mark)] = list(mark)
+        for col, text in ruler_marks(self.t0, self.ns_per_cell, cells):
+            mark = "|" + text
+            if 0 <= col and col + len(mark) <= cells:
+                line[col : col + len(mark)] = list(mark)
         if 0 <= self.cursor_col < cells:
             line[self.cursor_col] = "▼"
         return Strip([Segment(head + "".join(line), style)]).crop_extend(0, width, base)
 
+    def _when(self, absolute_ns: int) -> str:
+        """A time for the status line: relative to the origin, or absolute (`t` toggles)."""
+        if self.absolute_time:
+            return format_absolute(absolute_ns)
+        return format_offset(absolute_ns - self.origin)
+
     def _status(self, width: int) -> Strip:
         base = self._styles()["base"]
         profile = self.profile
-        at = f"@{format_offset(self.cursor_t)}"
         event = self.event_under_cursor() if profile is not None else -1
         lane = ""
-        if self.display_rows and self.display_rows[self.cursor_row].row is not None and profile is not None:
-            lane = f" · {safe_text(profile.lanes[self.display_rows[self.cursor_row].row.lane].label)}"
+        item = self.display_rows[self.cursor_row] if self.display_rows else None
+        if item is not None and item.row is not None and profile is not None:
+            if event >= 0:
+                lane = f" · {safe_text(profile.lane_of(event).label)}"
+            elif item.is_summary:
+                lane = f" · {len(item.lanes)} lanes in one row (d: all lanes)"
+            else:
+                lane = f" · {safe_text(profile.lanes[item.lanes[0]].label)}"
         if event >= 0 and profile is not None:
             dur = int(profile.end[event] - profile.start[event])
-            tail = f" · {format_ns(dur)} · start {format_offset(int(profile.start[event]) - self.origin)}"
+            tail = f" · {format_ns(dur)} · start {self._when(int(profile.start[event]))}"
             text = f"▸ {truncate(safe_text(profile.name_of(event)), max(width - 2 - len(tail), 16))}{tail}"
         else:
-            text = f"▸ (no event under cursor) · {at}"
+            at = self._when(self._abs(self.cursor_t)) if self.absolute_time else format_offset(self.cursor_t)
+            text = f"▸ (no event under cursor) · @{at}"
         segments = [Segment(text, base + Style(bold=True)), Segment(lane, self._styles()["label"])]
         return Strip(segments).crop_extend(0, width, base)
 
@@ -607,8 +761,10 @@ class Timeline(Widget, can_focus=True):
         return self._render_row(k, self._width or 80, k == self.cursor_row).text
 
     def on_resize(self, event: events.Resize) -> None:
-        self._width, self._height = event.size.width, event.size.height
+        # the content area: `event.size` is the whole region, border included (one row too many)
+        self._width, self._height = self.size.width, self.size.height
         self._cache.clear()
+        self._build_display()
         if self._fitted and self.profile is not None:
             cursor_t, cursor_event = self.cursor_t, self.cursor_event
             self.fit(self._fit_span)
