@@ -133,6 +133,7 @@ def load(run: Any) -> Any | None:
         profile = _read_entry(d, meta)
     except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, AttributeError):  # damaged entry: a miss
         return None
+    profile.cache["cache_entry"] = d
     try:
         os.utime(d)  # recently used
     except OSError:
@@ -232,6 +233,7 @@ def store(run: Any, profile: Any, *, with_table: bool = True) -> Path | None:
     except (OSError, TypeError, ValueError):
         shutil.rmtree(tmp, ignore_errors=True)
         return None
+    profile.cache["cache_entry"] = final
     _prune(final.parent)
     return final
 
@@ -313,6 +315,40 @@ def _prune(root: Path) -> None:
     entries = [p for p in entries if ".old-" not in p.name]
     for old in entries[MAX_ENTRIES:]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------------------
+# derived arrays: what an analysis computed from a cached profile, kept beside it
+# ----------------------------------------------------------------------------------------------------
+def load_derived(profile: Any, name: str) -> dict[str, np.ndarray] | None:
+    """Arrays an analysis stored for this cached profile under `name` (None: not cached, or not stored yet).
+    They live inside the profile's entry, so they go when the entry is rebuilt for changed files."""
+    d = profile.cache.get("cache_entry")
+    if d is None or not enabled():
+        return None
+    try:
+        with np.load(Path(d) / f"derived_{name}.npz", allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+
+
+def save_derived(profile: Any, name: str, arrays: dict[str, np.ndarray]) -> None:
+    """Keep `arrays` with the cached profile (no-op for a profile that is not cached). Never raises for I/O."""
+    d = profile.cache.get("cache_entry")
+    if d is None or not enabled():
+        return
+    target = Path(d) / f"derived_{name}.npz"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=d)
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, target)
+    except (OSError, ValueError, TypeError):
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
 
 
 def clear() -> None:
