@@ -1,0 +1,151 @@
+"""Batch decoding of a few `args` keys for many events (kernel launch figures, `[memory]` records).
+
+`Profile.args(i)` parses one event's args into a dict; the overview needs a handful of keys for every kernel
+(hundreds of thousands on a big trace), so the raw args of all of them are joined into one JSON array and
+decoded in one msgspec call into a typed struct that skips every other key. A batch that does not decode
+(a malformed args object) falls back to one event at a time, so one bad event costs only itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trntui.model.args import ArgsStore, Blobs
+from trntui.model.profile import Profile
+
+
+class KernelArgs(msgspec.Struct):
+    """The kernel args the plugin reads (kineto-traces.md §7). Typed, so decoding makes no Python objects for
+    the numbers; an event whose values have other types is decoded alone with `LooseKernelArgs`."""
+
+    device: int = -1
+    blocks_per_sm: float = msgspec.field(default=float("nan"), name="blocks per SM")
+    occupancy: float = msgspec.field(default=float("nan"), name="est. achieved occupancy %")
+    grid: tuple[int, int, int] = (-1, -1, -1)
+    block: tuple[int, int, int] = (-1, -1, -1)
+    registers: int = msgspec.field(default=0, name="registers per thread")
+    shared_memory: int = msgspec.field(default=0, name="shared memory")
+
+
+class LooseKernelArgs(msgspec.Struct):
+    device: Any = None
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+
+    def tightened(self) -> KernelArgs:
+        """The same values in the typed struct's types (defaults where a value is not usable)."""
+
+        def num(v: Any, default: float) -> float:
+            if isinstance(v, bool) or v is None:
+                return default
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                return default
+
+        def dim3(v: Any) -> tuple[int, int, int]:
+            if isinstance(v, (list, tuple)) and len(v) == 3:
+                try:
+                    return (int(v[0]), int(v[1]), int(v[2]))
+                except (TypeError, ValueError):
+                    pass
+            return (-1, -1, -1)
+
+        nan = float("nan")
+        dev = num(self.device, -1)
+        return KernelArgs(
+            int(dev) if dev == dev else -1,
+            num(self.blocks_per_sm, nan),
+            num(self.occupancy, nan),
+            dim3(self.grid),
+            dim3(self.block),
+            int(num(self.registers, 0)) if num(self.registers, 0) == num(self.registers, 0) else 0,
+            int(num(self.shared_memory, 0)) if num(self.shared_memory, 0) == num(self.shared_memory, 0) else 0,
+        )
+
+
+_EMPTY = b"{}"
+
+
+def raw_args(profile: Profile, idx: np.ndarray) -> list[Any]:
+    """The raw args bytes (or a memoryview of them) of events `idx`, `{}` where an event has none."""
+    store = profile.args_raw
+    if isinstance(store, ArgsStore):
+        a = store.starts[idx].tolist()
+        b = store.ends[idx].tolist()
+        blob = store.blob
+        if isinstance(blob, Blobs):
+            k = (np.searchsorted(blob.bounds, store.starts[idx], side="right") - 1).tolist()
+            base = blob.bounds.tolist()
+            views = [memoryview(x) if not isinstance(x, np.ndarray) else memoryview(x).cast("B") for x in blob.blobs]
+            return [views[j][s - base[j] : e - base[j]] if e > s else _EMPTY for j, s, e in zip(k, a, b)]
+        mv = memoryview(blob) if not isinstance(blob, np.ndarray) else memoryview(np.ascontiguousarray(blob)).cast("B")
+        return [mv[s:e] if e > s else _EMPTY for s, e in zip(a, b)]
+    out: list[Any] = []
+    for i in idx.tolist():
+        raw = store[i] if i < len(store) else None
+        if raw is None:
+            out.append(_EMPTY)
+        elif isinstance(raw, dict):
+            out.append(msgspec.json.encode(raw))
+        else:
+            out.append(raw)
+    return out
+
+
+def decode_many(profile: Profile, idx: np.ndarray, struct: type, loose: type | None = None) -> list[Any]:
+    """One `struct` per event of `idx` (defaults where an event's args lack a key or cannot be read). With
+    `loose`, an event whose values do not have `struct`'s types is decoded as `loose` and `.tightened()`."""
+    idx = np.asarray(idx, np.int64)
+    if not len(idx):
+        return []
+    raws = raw_args(profile, idx)
+    many = msgspec.json.Decoder(list[struct])
+    one = msgspec.json.Decoder(struct)
+    out: list[Any] = []
+    chunk = 65536
+    for a in range(0, len(raws), chunk):
+        part = raws[a : a + chunk]
+        try:
+            out.extend(many.decode(b"[" + b",".join(part) + b"]"))
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError):
+            lone = msgspec.json.Decoder(loose) if loose is not None else None
+            for r in part:
+                try:
+                    out.append(one.decode(r))
+                except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError):
+                    try:
+                        out.append(lone.decode(r).tightened() if lone is not None else struct())
+                    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, AttributeError):
+                        out.append(struct())
+    return out
+
+
+def as_float(values: list[Any], default: float = np.nan) -> np.ndarray:
+    """Numbers as float64 (`default` where missing or not a number; bools are not numbers)."""
+    try:  # fast path: numbers and None (None becomes nan)
+        out = np.array(values, dtype=np.float64)
+        if not np.isnan(default):
+            out[np.isnan(out)] = default
+        if not any(isinstance(v, (bool, str)) for v in values):
+            return out
+    except (TypeError, ValueError):
+        pass
+    out = np.full(len(values), default, np.float64)
+    for k, v in enumerate(values):
+        if v is not None and not isinstance(v, bool):
+            if isinstance(v, (int, float)):
+                out[k] = v
+            else:
+                try:
+                    out[k] = float(v)
+                except (TypeError, ValueError):
+                    pass
+    return out
