@@ -33,7 +33,7 @@ import numpy as np
 
 from trntui.model.args import ArgsStore, Blobs
 
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever what is stored changes."""
 
 DEFAULT_MIN_BYTES = 8 << 20
@@ -49,6 +49,11 @@ _TABLE_ARRAYS = (
     "cpu_time_total",
     "self_device_time_total",
     "device_time_total",
+    "cpu_memory_usage",
+    "self_cpu_memory_usage",
+    "device_memory_usage",
+    "self_device_memory_usage",
+    "in_device_total",
 )
 
 
@@ -201,6 +206,7 @@ def _read_table(d: Path, tmeta: dict[str, Any], arr: Any) -> Any:
         sum_self_device=tmeta["sum_self_device"],
         device_time_source=tmeta["device_time_source"],
         link_counts=tmeta["link_counts"],
+        profile_memory=bool(tmeta.get("profile_memory", False)),
         **arrays,
     )
 
@@ -296,6 +302,7 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], with_table: bool)
             "sum_self_device": table.sum_self_device,
             "device_time_source": table.device_time_source,
             "link_counts": table.link_counts,
+            "profile_memory": table.profile_memory,
         }
     (d / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
 

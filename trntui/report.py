@@ -12,7 +12,7 @@ from typing import Any
 
 
 
-from trntui.analysis.key_averages import OpTable
+from trntui.analysis.key_averages import ROW_FIELDS, OpTable
 from trntui.model.profile import Profile
 from trntui.textsafe import csv_safe, safe_text, truncate
 
@@ -32,8 +32,29 @@ def format_pct(p: float) -> str:
     return f"{p:.2f}%"
 
 
+def format_share(value: float, total: float) -> str:
+    """torch's `_format_time_share`: a percentage of `total`, or `NaN` when the total is 0."""
+    if total == 0:
+        return "NaN"
+    return f"{value * 100.0 / total:.2f}%"
+
+
+def format_memory(nbytes: int) -> str:
+    """torch's `_format_memory`: bytes as B, KB, MB or GB (powers of 1024, 2 decimals)."""
+    kb, mb, gb = 1024, 1024**2, 1024**3
+    if abs(nbytes) >= gb:
+        return f"{nbytes * 1.0 / gb:.2f} GB"
+    if abs(nbytes) >= mb:
+        return f"{nbytes * 1.0 / mb:.2f} MB"
+    if abs(nbytes) >= kb:
+        return f"{nbytes * 1.0 / kb:.2f} KB"
+    return f"{nbytes} B"
+
+
 def table_columns(table: OpTable, with_shapes: bool = False) -> list[tuple[str, str]]:
-    """(header, field) pairs in torch's order; device columns only when some row has device time."""
+    """(header, field) pairs in torch's order: device columns only when some row has device time, memory columns
+    when the trace recorded memory (device memory only when some row has self device memory), Input Shapes when
+    grouped by shapes and some row has shapes."""
     cols = [
         ("Name", "name"),
         ("Self CPU %", "self_cpu_percent"),
@@ -42,31 +63,45 @@ def table_columns(table: OpTable, with_shapes: bool = False) -> list[tuple[str, 
         ("CPU total", "cpu_time_total"),
         ("CPU time avg", "cpu_time"),
     ]
+    dev = table.backend
     if table.has_device:
-        dev = table.backend
         cols += [
             (f"Self {dev}", "self_device_time_total"),
             (f"Self {dev} %", "self_device_percent"),
             (f"{dev} total", "device_time_total"),
             (f"{dev} time avg", "device_time"),
         ]
+    if table.profile_memory:
+        cols += [("CPU Mem", "cpu_memory_usage"), ("Self CPU Mem", "self_cpu_memory_usage")]
+        if table.has_device_memory:
+            cols += [(f"{dev} Mem", "device_memory_usage"), (f"Self {dev} Mem", "self_device_memory_usage")]
     cols.append(("# of Calls", "count"))
-    if with_shapes:
+    if with_shapes and table.has_input_shapes:
         cols.append(("Input Shapes", "input_shapes"))
     return cols
 
 
-def _cell(table: OpTable, field: str, k: int) -> str:
+_MEMORY_FIELDS = frozenset({"cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage", "self_device_memory_usage"})
+
+
+def _cell(table: OpTable, field: str, k: int, totals: tuple[float, float] | None = None) -> str:
     if field == "name":
         return safe_text(table.name[k])
     if field == "input_shapes":
         return safe_text(table.input_shapes[k])
     if field == "count":
         return str(int(table.count[k]))
-    value = float(getattr(table, field)[k])
+    if field in _MEMORY_FIELDS:
+        return format_memory(int(getattr(table, field)[k]))
     if field.endswith("percent"):
-        return format_pct(value)
-    return format_time(value)
+        cpu, dev = totals if totals is not None else (table.sum_self_cpu, table.sum_self_device)
+        value = {
+            "self_cpu_percent": table.self_cpu_time_total,
+            "cpu_total_percent": table.cpu_time_total,
+            "self_device_percent": table.self_device_time_total,
+        }[field][k]
+        return format_share(float(value), dev if field == "self_device_percent" else cpu)
+    return format_time(float(getattr(table, field)[k]))
 
 
 def _ordered(table: OpTable, sort_by: str | None, limit: int | None) -> list[int]:
@@ -88,15 +123,22 @@ def render_table(
     shapes_width: int = 80,
 ) -> str:
     """The table laid out exactly like `prof.key_averages().table(...)` (torch's `_build_table`: every column
-    right-aligned, the name column as wide as the longest name + 4 up to 55, the others 12, two spaces after
-    each), plus torch's footer."""
+    right-aligned, the name column as wide as the longest name + 4 up to 55, Input Shapes as wide as the longest
+    shapes + 4 up to 80 with each cell cut to it, the others 12, two spaces after each), plus torch's footer.
+    An empty table is "", as torch prints it."""
+    if not len(table):
+        return ""
     cols = table_columns(table, with_shapes)
-    rows = _ordered(table, sort_by, limit)
+    order = table.order(sort_by)
+    rows = order.tolist()[:limit] if limit is not None and limit >= 0 else order.tolist()
+    totals = table.totals(order)
     names = [safe_text(n) for n in table.name]
     widths = [min(max((len(n) for n in names), default=0) + 4, name_width)]
     widths += [TORCH_COLUMN_WIDTH] * (len(cols) - 1)
-    if with_shapes:
-        widths[-1] = min(max((len(safe_text(x)) for x in table.input_shapes), default=0) + 4, shapes_width)
+    shapes = [safe_text(x) for x in table.input_shapes]
+    shapes_col = min(max((len(x) for x in shapes), default=0) + 4, shapes_width)
+    if cols[-1][1] == "input_shapes":
+        widths[-1] = shapes_col
     spacing = " " * TORCH_SPACING
 
     def fmt(values: list[str]) -> str:
@@ -106,13 +148,18 @@ def render_table(
         name = names[k]
         return name[: name_width - 3] + "..." if len(name) >= name_width - 3 else name
 
+    def cell(field: str, k: int) -> str:
+        if field == "input_shapes":
+            return shapes[k][:shapes_col]
+        return _cell(table, field, k, totals)
+
     line = "".join("-" * w + spacing for w in widths)
     out = [line, fmt([h for h, _ in cols]), line]
-    out += [fmt([name_cell(k)] + [_cell(table, f, k) for _, f in cols[1:]]) for k in rows]
+    out += [fmt([name_cell(k)] + [cell(f, k) for _, f in cols[1:]]) for k in rows]
     out.append(line)
-    out.append(f"Self CPU time total: {format_time(table.sum_self_cpu)}")
+    out.append(f"Self CPU time total: {format_time(totals[0])}")
     if table.has_device:
-        out.append(f"Self {table.backend} time total: {format_time(table.sum_self_device)}")
+        out.append(f"Self {table.backend} time total: {format_time(totals[1])}")
     return "\n".join(out) + "\n"
 
 
@@ -130,7 +177,7 @@ def table_records(table: OpTable, sort_by: str | None = None, limit: int | None 
 def render_csv(table: OpTable, sort_by: str | None = None, limit: int | None = None) -> str:
     records = table_records(table, sort_by, limit)
     buf = io.StringIO()
-    fields = list(records[0]) if records else list(table.row(0)) if len(table) else ["name"]
+    fields = list(records[0]) if records else list(table.row(0)) if len(table) else list(ROW_FIELDS)
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for r in records:
@@ -140,19 +187,25 @@ def render_csv(table: OpTable, sort_by: str | None = None, limit: int | None = N
 
 
 def render_markdown(table: OpTable, sort_by: str | None = None, limit: int | None = None, with_shapes: bool = False) -> str:
+    """torch's table as Markdown: the same columns and cells (shapes uncut), the same footer; "" when there are
+    no rows (as torch's table)."""
+    if not len(table):
+        return ""
     cols = table_columns(table, with_shapes)
-    rows = _ordered(table, sort_by, limit)
+    order = table.order(sort_by)
+    rows = order.tolist()[:limit] if limit is not None and limit >= 0 else order.tolist()
+    totals = table.totals(order)
 
     def esc(s: str) -> str:
         return s.replace("|", "\\|")
 
     out = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
     for k in rows:
-        out.append("| " + " | ".join(esc(_cell(table, f, k)) for _, f in cols) + " |")
+        out.append("| " + " | ".join(esc(_cell(table, f, k, totals)) for _, f in cols) + " |")
     out.append("")
-    out.append(f"Self CPU time total: {format_time(table.sum_self_cpu)}")
+    out.append(f"Self CPU time total: {format_time(totals[0])}")
     if table.has_device:
-        out.append(f"Self {table.backend} time total: {format_time(table.sum_self_device)}")
+        out.append(f"Self {table.backend} time total: {format_time(totals[1])}")
     return "\n".join(out) + "\n"
 
 

@@ -4,7 +4,11 @@ Follows torch/autograd/profiler.py (`_parse_kineto_results`) and profiler_util.p
 `_remove_dup_nodes`, `key_averages`, `_build_table`): a per-thread op tree by containment (partial overlaps are
 not children), runtime rows re-threaded under the op that launched them, Self CPU = own time minus
 children, device rows attached to their launching op, `ProfilerStep#N` merged, utility ops filtered out,
-and the same percentage denominators. Times are µs floats like torch's.
+and the same percentage denominators. Times are µs floats computed like torch's: each event's times relative to
+the trace start, divided by 1000, then differences and sums in torch's order (children in tree order, rows in
+global (start, -end) order), so averages and ties agree to the last digit. Names are demangled as torch's table
+demangles them; with `profile_memory=True` traces the memory columns and torch's `[memory]`/`[OutOfMemory]` rows
+are rebuilt from the memory records (`MemRecordsAcc.in_interval`).
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from trntui.analysis.demangle import demangle
 from trntui.analysis.links import Links, build_links, thread_keys
 from trntui.model import categories as C
+from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
 from trntui.model.profile import NO_ID, EventKind, Profile, chain_lengths
 
 FILTERED_NAMES = frozenset(
     {
-        "[memory]",
-        "[OutOfMemory]",
+        MEMORY_EVENT_NAME,
+        OUT_OF_MEMORY_EVENT_NAME,
         "profiler::_record_function_enter",
         "profiler::_record_function_enter_new",
         "profiler::_record_function_exit",
@@ -31,7 +37,8 @@ FILTERED_NAMES = frozenset(
         "aten::_version",
     }
 )
-"""Names torch drops before building its table (`_filter_name`)."""
+"""Names torch drops before building its table (`_filter_name`); torch then adds back one `[memory]` row per
+memory record no CPU op contains, and one `[OutOfMemory]` row per failed allocation."""
 
 COLUMNS = (
     "name",
@@ -43,7 +50,32 @@ COLUMNS = (
     "cpu_time_total",
     "self_device_time_total",
     "device_time_total",
+    "cpu_memory_usage",
+    "self_cpu_memory_usage",
+    "device_memory_usage",
+    "self_device_memory_usage",
 )
+
+ROW_FIELDS = (
+    "name",
+    "device_type",
+    "is_user_annotation",
+    "input_shapes",
+    "count",
+    "self_cpu_time_total",
+    "cpu_time_total",
+    "cpu_time",
+    "self_device_time_total",
+    "device_time_total",
+    "device_time",
+    "self_cpu_percent",
+    "self_device_percent",
+    "cpu_memory_usage",
+    "self_cpu_memory_usage",
+    "device_memory_usage",
+    "self_device_memory_usage",
+)
+"""Fields of `OpTable.row` (CSV columns, JSON row keys): torch's attribute names; times in µs, memory in bytes."""
 
 SORT_KEYS = {
     "self_cpu_time_total": "self_cpu_time_total",
@@ -52,6 +84,10 @@ SORT_KEYS = {
     "device_time_total": "device_time_total",
     "cpu_time": "cpu_time",
     "device_time": "device_time",
+    "cpu_memory_usage": "cpu_memory_usage",
+    "self_cpu_memory_usage": "self_cpu_memory_usage",
+    "device_memory_usage": "device_memory_usage",
+    "self_device_memory_usage": "self_device_memory_usage",
     "count": "count",
     "calls": "count",
     "name": "name",
@@ -69,14 +105,36 @@ def normalize_sort_key(key: str) -> str:
 
 
 def rewrite_name(name: str) -> str:
+    """torch's `_rewrite_name(name, with_wildcard=True)`: demangled, `ProfilerStep#N` → `ProfilerStep*`."""
+    name = demangle(name)
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+
+
+def parse_input_shapes(dims: Any, types: Any = None) -> Any:
+    """torch's in-process `input_shapes` from the trace's `Input Dims` (and `Input type`).
+
+    The exporter writes a TensorList argument's shapes as a nested list (`[[1, 4], [2, 4]]`, type `TensorList`);
+    torch's `input_shapes` (`shapesAndDtypes` in profiler_kineto.cpp) holds `[]` for it, like for any argument
+    that is not a tensor. Older traces without `Input type` are recognised by the nesting.
+    """
+    if not isinstance(dims, list):
+        return dims
+    out = []
+    for k, d in enumerate(dims):
+        t = types[k] if isinstance(types, list) and k < len(types) else None
+        if t == "TensorList" or (isinstance(d, list) and any(isinstance(x, list) for x in d)):
+            out.append([])
+        else:
+            out.append(d)
+    return out
 
 
 @dataclass
 class OpTable:
-    """The key_averages rows as columns (µs floats like torch), plus totals and provenance.
+    """The key_averages rows as columns (µs floats like torch's), plus totals and provenance.
 
-    `rows_events[k]` lists the events merged into row k (for highlighting an op's instances).
+    Rows are in torch's order (each key's first occurrence in global (start, -end) order). `rows_events[k]` lists
+    the events merged into row k (for highlighting an op's instances).
     """
 
     name: list[str]
@@ -95,6 +153,28 @@ class OpTable:
     sum_self_device: float = 0.0
     device_time_source: str = ""
     link_counts: dict[str, int] = field(default_factory=dict)
+    cpu_memory_usage: np.ndarray | None = None
+    """Bytes allocated minus freed (CPU) during the row's events, summed (torch's `cpu_memory_usage`)."""
+    self_cpu_memory_usage: np.ndarray | None = None
+    device_memory_usage: np.ndarray | None = None
+    """The same for device memory (CUDA, PrivateUse1, HIP, XPU records)."""
+    self_device_memory_usage: np.ndarray | None = None
+    profile_memory: bool = False
+    """The trace was recorded with `profile_memory=True` (or has memory records): torch's table then shows the
+    `CPU Mem`/`Self CPU Mem` columns (and the device ones when some row has self device memory)."""
+    in_device_total: np.ndarray | None = None
+    """Rows that torch adds into `Self <DEV> time total` (device rows other than user annotations; CPU rows
+    carrying legacy device time)."""
+
+    def __post_init__(self) -> None:
+        n = len(self.name)
+        for f in ("cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage", "self_device_memory_usage"):
+            if getattr(self, f) is None:
+                setattr(self, f, np.zeros(n, np.int64))
+        if self.in_device_total is None:
+            self.in_device_total = np.array([d != "CPU" for d in self.device_type], bool) & ~np.asarray(
+                self.is_user_annotation, bool
+            ) if n else np.zeros(0, bool)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -102,6 +182,7 @@ class OpTable:
     # derived columns -------------------------------------------------------------------------------
     @property
     def cpu_time(self) -> np.ndarray:
+        """torch's `cpu_time`: `1.0 * cpu_time_total / count`."""
         return self.cpu_time_total / np.maximum(self.count, 1)
 
     @property
@@ -125,25 +206,45 @@ class OpTable:
         """torch shows device columns only if some row has device time."""
         return bool(self.backend) and bool(np.any(self.self_device_time_total > 0))
 
+    @property
+    def has_device_memory(self) -> bool:
+        """torch shows `<DEV> Mem`/`Self <DEV> Mem` only with a device and some row with self device memory > 0."""
+        return bool(self.backend) and bool(np.any(self.self_device_memory_usage > 0))
+
+    @property
+    def has_input_shapes(self) -> bool:
+        """torch shows `Input Shapes` only when some row's shapes are a non-empty list (grouped by shapes)."""
+        return any(s not in ("", "[]") for s in self.input_shapes)
+
+    def totals(self, order: np.ndarray | None = None) -> tuple[float, float]:
+        """(Self CPU time total, Self device time total) summed as torch's `_build_table` sums them: row by row,
+        in the order the table is printed (float sums depend on it in the last bits)."""
+        rows = np.arange(len(self)) if order is None else np.asarray(order, np.int64)
+        cpu = sum(self.self_cpu_time_total[rows].tolist())
+        dev_rows = rows[self.in_device_total[rows]]
+        dev = sum(self.self_device_time_total[dev_rows].tolist())
+        return float(cpu), float(dev)
+
     def column(self, key: str) -> Any:
         key = normalize_sort_key(key) if key not in COLUMNS else key
         return getattr(self, key)
 
     def order(self, sort_by: str | None = None, descending: bool = True) -> np.ndarray:
-        """Row order for a sort key (torch sorts descending); ties keep table order (stable)."""
+        """Row order for a sort key (torch sorts descending); ties keep table order (stable, like Python's
+        `sorted(..., reverse=True)`)."""
         if sort_by is None:
             return np.arange(len(self))
         key = normalize_sort_key(sort_by)
         if key == "name":
             names = np.array(self.name, dtype=object)
             o = np.argsort(names, kind="stable")
-            return o[::-1] if descending else o
+            return _reverse_stable(o, names[o]) if descending else o
         values = np.asarray(self.column(key), dtype=np.float64)
         o = np.argsort(-values if descending else values, kind="stable")
         return o
 
     def row(self, k: int) -> dict[str, Any]:
-        """One row as a dict of torch-named fields."""
+        """One row as a dict of torch-named fields (times in µs, memory in bytes)."""
         return {
             "name": self.name[k],
             "device_type": self.device_type[k],
@@ -158,6 +259,10 @@ class OpTable:
             "device_time": float(self.device_time[k]),
             "self_cpu_percent": float(self.self_cpu_percent[k]),
             "self_device_percent": float(self.self_device_percent[k]),
+            "cpu_memory_usage": int(self.cpu_memory_usage[k]),
+            "self_cpu_memory_usage": int(self.self_cpu_memory_usage[k]),
+            "device_memory_usage": int(self.device_memory_usage[k]),
+            "self_device_memory_usage": int(self.self_device_memory_usage[k]),
         }
 
     def rows(self, sort_by: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -177,6 +282,15 @@ class OpTable:
         import pandas as pd
 
         return pd.DataFrame(self.rows())
+
+
+def _reverse_stable(order: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """A stable ascending order turned descending with ties still in their original order."""
+    if not len(order):
+        return order
+    starts = np.r_[0, np.nonzero(keys[1:] != keys[:-1])[0] + 1]
+    runs = np.split(order, starts[1:])
+    return np.concatenate(runs[::-1])
 
 
 def _pct(values: np.ndarray, total: float) -> np.ndarray:
@@ -205,24 +319,74 @@ def key_averages(
 
 @dataclass
 class CpuTree:
-    """torch's CPU event forest: kept events, their parents, and the device rows attached to each op."""
+    """torch's CPU event forest: kept events, their parents, their times as torch computes them, the device rows
+    attached to each op, and the memory records."""
 
     events: np.ndarray
     """Event indexes that are rows of the table (after name filtering and duplicate-node removal), in
     (thread, start, -end) order; the arrays below are aligned with it."""
     parent: np.ndarray
     """Parent event of each kept event (-1 at a root)."""
-    children_cpu_total: np.ndarray
-    """Sum of children's durations (ns) per kept CPU event."""
+    cpu_total_us: np.ndarray
+    """torch's `cpu_time_total` per kept event: end_us - start_us, both relative to the trace start."""
+    self_cpu_us: np.ndarray
+    """torch's `self_cpu_time_total`: `cpu_time_total - sum(child.cpu_time_total for child in cpu_children)`."""
     kernels_ns: np.ndarray
     """Sum of attached device rows' durations (ns) per kept op (after lifting in dup removal)."""
-    device_total_ns: np.ndarray
+    device_total_us: np.ndarray
     """torch's device_time_total per kept CPU event: own kernels plus children's totals."""
+    self_device_us: np.ndarray
+    """torch's self_device_time_total: device_time_total minus the children's."""
     device_rows: np.ndarray
     """Device-typed events kept as their own rows."""
+    cpu_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Per kept event: bytes of the CPU memory records inside its interval (any thread), torch's
+    `cpu_memory_usage`."""
+    device_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    self_cpu_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    self_device_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    memory_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """`[memory]` records that no CPU event contains: torch lists each as a zero-length `[memory]` event."""
+    memory_rows_cpu: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    memory_rows_device: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    oom_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """`[OutOfMemory]` records: torch lists every one as a zero-length event (with no bytes)."""
     system_device: bool = False
     """`kernels_ns` came from a Neuron system trace (nc_exec_running attributed through links), not from
     trace.json device rows: then the Self-device denominator is the sum over ops (torch's legacy path)."""
+
+
+def trace_start_ns(profile: Profile) -> int:
+    """torch's `trace_start_ns()`: the start of the `PyTorch Profiler (N)` span (the `Iteration Start` instant
+    has the same time); the first event where a trace has neither. Event times in torch's tables are µs floats
+    relative to it, so float sums agree with torch's only from this origin."""
+    cached = profile.cache.get("trace_start_ns")
+    if cached is None:
+        cached = int(profile.start.min()) if len(profile) else 0
+        trace_cat = profile.cat_id("Trace")
+        if trace_cat >= 0:
+            idx = np.nonzero(profile.cat == trace_cat)[0]
+            spans = [i for i in idx.tolist() if profile.name_of(i).startswith("PyTorch Profiler")]
+            if spans:
+                cached = int(profile.start[spans[0]])
+        else:
+            k = profile.name_id("Iteration Start: PyTorch Profiler")
+            if k >= 0:
+                cached = int(profile.start[np.argmax(profile.name == k)])
+        profile.cache["trace_start_ns"] = cached
+    return cached
+
+
+def _us(ns: np.ndarray, origin: int) -> np.ndarray:
+    """torch's `rel_ns / 1000` for int64 ns (exact conversion below 2**53 ns, then one correctly rounded divide)."""
+    return (np.asarray(ns, np.int64) - origin).astype(np.float64) / 1000.0
+
+
+def _ordered_sum(out: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
+    """out[idx[k]] += values[k] for k in order (ufunc.at is unbuffered and sequential, so float sums equal
+    Python's left-to-right `sum` over the same order)."""
+    if len(idx):
+        np.add.at(out, idx, values)
 
 
 def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = None) -> CpuTree:
@@ -236,6 +400,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     not_marker = ~lane_is_marker[profile.lane] if n else np.ones(0, bool)
     cpu_mask = complete & ~excluded & name_ok & not_marker
     dev_mask = links.device & name_ok
+    sel = None
     if events is not None:
         sel = np.zeros(n, bool)
         sel[events] = True
@@ -252,20 +417,23 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
 
     start = profile.start
     end = profile.end
+    origin = trace_start_ns(profile)
     order = profile.by_key_then_time(keys, cpu)
     m = len(order)
     s_pos = start[order]
     e_pos = end[order]
-    dur_pos = e_pos - s_pos
     ppos = _stack_parents(keys[order], s_pos, e_pos)
+    total_us = _us(e_pos, origin) - _us(s_pos, origin)
 
     # device rows attached to their frontend op (torch: kernels of `fe`, linked via External id / correlation)
     dur = end - start
     dv = np.nonzero(dev_mask & (links.op_of >= 0))[0]
     kern_ev = np.zeros(n, np.int64)
+    kern_us_ev = np.zeros(n, np.float64)
     has_kern_ev = np.zeros(n, bool)
     if len(dv):
         np.add.at(kern_ev, links.op_of[dv], dur[dv])
+        _ordered_sum(kern_us_ev, links.op_of[dv], _us(end[dv], origin) - _us(start[dv], origin))
         has_kern_ev[links.op_of[dv]] = True
     system_device = False
     if not len(dv) and not dev_mask.any() and profile.cat_id("neuron_hw") >= 0:
@@ -276,13 +444,14 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         if attributed:
             ops_ = np.fromiter(attributed.keys(), np.int64, count=len(attributed))
             kern_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
+            kern_us_ev[ops_] = kern_ev[ops_] / 1000.0
             has_kern_ev[ops_] = True
             system_device = True
 
     # _remove_dup_nodes: a child with its parent's name, when it is the only child, is merged into it.
     # Evaluated on the original tree (equivalent to torch's repeated passes: a chain of same-name only
     # children collapses into its top node, which takes the kernels of the deepest merged node).
-    nm = _rewritten_name_ids(profile)[profile.name[order]] if m else np.empty(0, np.int64)
+    nm = _rewritten_name_ids(profile, order)[profile.name[order]] if m else np.empty(0, np.int64)
     has_par = ppos >= 0
     pp = np.maximum(ppos, 0)
     nkids = np.bincount(ppos[has_par], minlength=m) if m else np.zeros(0, np.int64)
@@ -292,6 +461,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     while m and deleted[top].any():
         top = top[top]
     kern_pos = kern_ev[order]
+    kern_us_pos = kern_us_ev[order]
     has_kern_pos = has_kern_ev[order]
     if deleted.any():
         deepest = np.full(m, -1, np.int64)
@@ -302,38 +472,113 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         kern_pos = kern_pos.copy()
         has_kern_pos = has_kern_pos.copy()
         kern_pos[tops] = np.where(has_kern_pos[d], kern_pos[d], 0)
+        kern_us_pos[tops] = np.where(has_kern_pos[d], kern_us_pos[d], 0.0)
         has_kern_pos[tops] = has_kern_pos[d]
     kept = np.nonzero(~deleted)[0]
     final_parent = np.where(has_par, top[pp], -1)  # positions; -1 at roots
     fp = final_parent[kept]
-    children_total = np.zeros(m, np.int64)
     linked = fp >= 0
-    np.add.at(children_total, fp[linked], dur_pos[kept[linked]])
+    # Self CPU: the children's totals summed in child (tree) order, then subtracted, as torch does
+    children_us = np.zeros(m, np.float64)
+    _ordered_sum(children_us, fp[linked], total_us[kept[linked]])
+    self_us = total_us - children_us
 
-    # device_time_total bottom-up over the final tree: own kernels plus the children's totals
+    # device_time_total bottom-up over the final tree: own kernels plus the children's totals (summed in order)
     kern_kept = np.where(has_kern_pos, kern_pos, 0)
     kern_kept[deleted] = 0
-    device_total = kern_kept.copy()
+    kern_us_kept = np.where(has_kern_pos & ~deleted, kern_us_pos, 0.0)
+    device_total = kern_us_kept.copy()
+    child_dev = np.zeros(m, np.float64)
     if has_kern_ev.any() and len(kept):
         # depth in the final tree by pointer doubling, then children before parents, one level at a time
         ptr = final_parent.copy()
         ptr[deleted] = -1
         depth = chain_lengths(ptr)
-        nonroot = kept[depth[kept] > 0]
-        by_level = nonroot[np.argsort(-depth[nonroot], kind="stable")]
+        by_level = kept[np.argsort(-depth[kept], kind="stable")]
         levels = depth[by_level]
         cuts = np.nonzero(np.diff(levels))[0] + 1
         for at in np.split(by_level, cuts) if len(by_level) else []:
-            np.add.at(device_total, final_parent[at], device_total[at])
-    return CpuTree(
+            device_total[at] = kern_us_kept[at] + child_dev[at]
+            up = at[final_parent[at] >= 0]
+            _ordered_sum(child_dev, final_parent[up], device_total[up])
+    self_device = device_total - child_dev
+
+    tree = CpuTree(
         events=order[kept],
         parent=np.where(fp >= 0, order[np.maximum(fp, 0)], NO_ID),
-        children_cpu_total=children_total[kept],
+        cpu_total_us=total_us[kept],
+        self_cpu_us=self_us[kept],
         kernels_ns=kern_kept[kept],
-        device_total_ns=device_total[kept],
+        device_total_us=device_total[kept],
+        self_device_us=self_device[kept],
         device_rows=np.nonzero(dev_mask)[0],
         system_device=system_device,
     )
+    _attach_memory(profile, tree, cpu, order, kept, final_parent, sel)
+    return tree
+
+
+def _attach_memory(
+    profile: Profile,
+    tree: CpuTree,
+    cpu: np.ndarray,
+    order: np.ndarray,
+    kept: np.ndarray,
+    final_parent: np.ndarray,
+    sel: np.ndarray | None,
+) -> None:
+    """torch's memory attribution (`_parse_kineto_results`): every CPU event gets the bytes of the memory records
+    whose time lies in [start, end] (both ends, any thread); Self = own minus the children's (final tree); records
+    no CPU event contains become `[memory]` rows, and every `[OutOfMemory]` record a row of its own."""
+    m = len(order)
+    tree.cpu_memory = np.zeros(len(kept), np.int64)
+    tree.device_memory = np.zeros(len(kept), np.int64)
+    tree.self_cpu_memory = np.zeros(len(kept), np.int64)
+    tree.self_device_memory = np.zeros(len(kept), np.int64)
+    if profile.name_id(MEMORY_EVENT_NAME) < 0 and profile.name_id(OUT_OF_MEMORY_EVENT_NAME) < 0:
+        return
+    mem = profile.memory_events()
+    if sel is not None:
+        mem = mem.take(sel[mem.event])
+    oom = mem.oom
+    tree.oom_rows = mem.event[oom]
+    rec = mem.take(~oom)
+    r = len(rec)
+    if not r:
+        return
+    cum_cpu = np.zeros(r + 1, np.int64)
+    cum_dev = np.zeros(r + 1, np.int64)
+    np.cumsum(rec.cpu_bytes, out=cum_cpu[1:])
+    np.cumsum(rec.device_bytes, out=cum_dev[1:])
+    # every CPU event torch parses (before duplicate removal) claims the records in its interval
+    lo = np.searchsorted(rec.ts, profile.start[cpu], side="left")
+    hi = np.searchsorted(rec.ts, profile.end[cpu], side="right")
+    cover = np.zeros(r + 1, np.int64)
+    np.add.at(cover, lo, 1)
+    np.add.at(cover, hi, -1)
+    claimed = np.cumsum(cover[:r]) > 0
+    tree.memory_rows = rec.event[~claimed]
+    tree.memory_rows_cpu = rec.cpu_bytes[~claimed]
+    tree.memory_rows_device = rec.device_bytes[~claimed]
+    if not m:
+        return
+    pos_of = np.full(len(profile), -1, np.int64)
+    pos_of[order] = np.arange(m)
+    at = pos_of[cpu]
+    own_cpu = np.zeros(m, np.int64)
+    own_dev = np.zeros(m, np.int64)
+    own_cpu[at] = cum_cpu[hi] - cum_cpu[lo]
+    own_dev[at] = cum_dev[hi] - cum_dev[lo]
+    fp = final_parent[kept]
+    linked = fp >= 0
+    child_cpu = np.zeros(m, np.int64)
+    child_dev = np.zeros(m, np.int64)
+    np.add.at(child_cpu, fp[linked], own_cpu[kept[linked]])
+    np.add.at(child_dev, fp[linked], own_dev[kept[linked]])
+    tree.cpu_memory = own_cpu[kept]
+    tree.device_memory = own_dev[kept]
+    tree.self_cpu_memory = (own_cpu - child_cpu)[kept]
+    tree.self_device_memory = (own_dev - child_dev)[kept]
 
 
 def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -362,13 +607,29 @@ def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray
     return cand
 
 
-def _rewritten_name_ids(profile: Profile) -> np.ndarray:
-    """Name id → id of its torch table name (ProfilerStep#N → one shared id)."""
+def _rewritten_name_ids(profile: Profile, events: np.ndarray | None = None) -> np.ndarray:
+    """Name id → id of its torch table name (`rewrite_name`: demangled, ProfilerStep#N → ProfilerStep*): names
+    that print the same share the id of the first of them. Only the names of `events` (default: all) are
+    rewritten; other ids map to themselves."""
     ids = np.arange(len(profile.names), dtype=np.int64)
-    step = [k for k, n in enumerate(profile.names) if n.startswith("ProfilerStep#")]
-    if step:
-        ids[step] = step[0]
+    if events is None:
+        used = ids
+    else:
+        used = np.nonzero(np.bincount(profile.name[events], minlength=len(ids)))[0] if len(events) else ids[:0]
+    names = table_names(profile, used)
+    first: dict[str, int] = {}
+    for k in used.tolist():
+        ids[k] = first.setdefault(names[k], k)
     return ids
+
+
+def table_names(profile: Profile, ids: np.ndarray) -> dict[int, str]:
+    """Torch table names of the name ids `ids` (cached per profile: demangling is a C++ call per name)."""
+    cache: dict[int, str] = profile.cache.setdefault("table_names", {})
+    for k in ids.tolist():
+        if k not in cache:
+            cache[k] = rewrite_name(profile.names[k])
+    return cache
 
 
 def _device_type_label(profile: Profile, cat: str) -> str:
@@ -379,36 +640,49 @@ def _device_type_label(profile: Profile, cat: str) -> str:
 
 
 def input_shapes_of(profile: Profile, i: int) -> str:
-    """torch prints `str(input_shapes)`: a list of lists, e.g. `[[4, 512], []]`."""
-    dims = profile.args(i).get("Input Dims", profile.args(i).get("Input dims"))
+    """torch prints `str(input_shapes)`: a list of lists, e.g. `[[4, 512], []]` (a TensorList argument is `[]`)."""
+    args = profile.args(i)
+    dims = args.get("Input Dims", args.get("Input dims"))
     if dims is None:
         return "[]"
-    return str(dims)
+    return str(parse_input_shapes(dims, args.get("Input type")))
 
 
 def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -> OpTable:
     """Group rows by (table name, device type, is user annotation[, input shapes]), vectorised.
 
-    Groups are numbered by first occurrence (CPU events in tree order, then device rows), like torch's dict.
+    torch's `key_averages` walks its event list, sorted by (start, -end) over all threads, and adds each event
+    to its key's `FunctionEventAvg`: rows come out in order of each key's first event, and every total is a
+    float sum in that order. The list holds the CPU events (after duplicate removal), the device rows, then the
+    `[memory]` and `[OutOfMemory]` rows (a stable sort keeps that order among equal times).
     """
     start, end = profile.start, profile.end
-    rewritten = _rewritten_name_ids(profile)
+    origin = trace_start_ns(profile)
     annotation_cats = {profile.cat_id(c) for c in C.USER_ANNOTATION} - {NO_ID}
     has_device = bool(profile.meta.backend)
     cpu_ev = np.asarray(tree.events, np.int64)
     dev_ev = np.asarray(tree.device_rows, np.int64)
-    evs = np.concatenate([cpu_ev, dev_ev])
-    nc, nd = len(cpu_ev), len(dev_ev)
-    dur = end[evs] - start[evs]
-    zeros = np.zeros(nd, np.int64)
-    cpu_t = np.concatenate([dur[:nc], zeros])
-    self_c = np.concatenate([dur[:nc] - tree.children_cpu_total, zeros])
+    mem_ev = np.asarray(tree.memory_rows, np.int64)
+    oom_ev = np.asarray(tree.oom_rows, np.int64)
+    parts = (cpu_ev, dev_ev, mem_ev, oom_ev)
+    evs = np.concatenate(parts)
+    nc, nd, nm, no = (len(p) for p in parts)
+    zf = lambda k: np.zeros(k, np.float64)  # noqa: E731
+    zi = lambda k: np.zeros(k, np.int64)  # noqa: E731
+    dev_us = _us(end[dev_ev], origin) - _us(start[dev_ev], origin)
+    rest = nm + no
+    cpu_t = np.concatenate([tree.cpu_total_us, zf(nd + rest)])
+    self_c = np.concatenate([tree.self_cpu_us, zf(nd + rest)])
     if has_device:
-        dev_t = np.concatenate([tree.device_total_ns, dur[nc:]])
-        self_d = np.concatenate([tree.kernels_ns, dur[nc:]])
+        dev_t = np.concatenate([tree.device_total_us, dev_us, zf(rest)])
+        self_d = np.concatenate([tree.self_device_us, dev_us, zf(rest)])
     else:
-        dev_t = np.zeros(nc + nd, np.int64)
+        dev_t = zf(len(evs))
         self_d = dev_t
+    mem_cpu = np.concatenate([tree.cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
+    mem_self_cpu = np.concatenate([tree.self_cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
+    mem_dev = np.concatenate([tree.device_memory, zi(nd), tree.memory_rows_device, zi(no)])
+    mem_self_dev = np.concatenate([tree.self_device_memory, zi(nd), tree.memory_rows_device, zi(no)])
     # device type: 0 = CPU, else 1 + index of the label of the event's category
     labels = ["CPU"]
     label_of_cat = np.zeros(max(len(profile.cats), 1), np.int64)
@@ -418,75 +692,99 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
             labels.append(lab)
         label_of_cat[c] = labels.index(lab)
     cat = profile.cat[evs].astype(np.int64)
-    dcode = np.concatenate([np.zeros(nc, np.int64), label_of_cat[cat[nc:]]])
+    dcode = np.concatenate([zi(nc), label_of_cat[cat[nc : nc + nd]], zi(rest)])
     ua_of_cat = np.zeros(max(len(profile.cats), 1), bool)
     ua_of_cat[list(annotation_cats)] = True
     ua = ua_of_cat[cat]
+    ua[nc + nd :] = False
+    rewritten = _rewritten_name_ids(profile, evs)
     nid = rewritten[profile.name[evs]]
     key = (nid * len(labels) + dcode) * 2 + ua
     shape_names: list[str] = []
+    sid = zi(len(evs))
     if by_shapes:
-        shape_ids: dict[str, int] = {}
+        shape_ids: dict[str, int] = {"[]": 0}
         sid = np.fromiter(
-            (shape_ids.setdefault(input_shapes_of(profile, ev), len(shape_ids)) for ev in evs.tolist()),
+            (shape_ids.setdefault(input_shapes_of(profile, ev), len(shape_ids)) for ev in evs[: nc + nd].tolist()),
             np.int64,
-            count=len(evs),
+            count=nc + nd,
         )
+        sid = np.concatenate([sid, zi(rest)])
         shape_names = list(shape_ids)
         key = key * max(len(shape_names), 1) + sid
+    # torch's event list order: (start, -end), then CPU/device events before [memory] before [OutOfMemory]
+    if profile.time_sorted():  # event index order is (start, -end) order already: no sort needed
+        pos = np.full(len(profile), -1, np.int64)
+        pos[evs] = np.arange(len(evs))
+        glob = pos[pos >= 0]
+    else:
+        src = np.concatenate([zi(nc + nd), np.ones(nm, np.int64), np.full(no, 2, np.int64)])
+        glob = np.lexsort((evs, src, -end[evs], start[evs])) if len(evs) else zi(0)
     if len(evs):
-        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        _, first, inv = np.unique(key[glob], return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         grp_order = np.argsort(first, kind="stable")
         rank = np.empty_like(grp_order)
         rank[grp_order] = np.arange(len(grp_order))
-        g = rank[inv]
-        firsts = first[grp_order]
+        g = rank[inv]  # group of each event, in global order
+        firsts = glob[first[grp_order]]  # position (in evs) of each group's first event
     else:
-        g = np.zeros(0, np.int64)
-        firsts = np.zeros(0, np.int64)
+        g = zi(0)
+        firsts = zi(0)
     ng = len(firsts)
 
     def total(v: np.ndarray) -> np.ndarray:
-        out = np.zeros(ng, np.int64)
-        np.add.at(out, g, v)
+        out = np.zeros(ng, v.dtype)
+        _ordered_sum(out, g, v[glob])
         return out
 
     count = np.bincount(g, minlength=ng).astype(np.int64)
     members = np.argsort(g, kind="stable")
     bounds = np.cumsum(count)[:-1] if ng else []
-    rows_events = np.split(evs[members], bounds) if ng else []
+    rows_events = np.split(evs[glob][members], bounds) if ng else []
     first_ev = evs[firsts]
-    name_col = [rewrite_name(profile.names[k]) for k in rewritten[profile.name[first_ev]].tolist()]
+    names = table_names(profile, np.unique(profile.name[first_ev]))
+    name_col = [names[k] for k in profile.name[first_ev].tolist()]
     dtype_col = [labels[k] for k in dcode[firsts].tolist()]
     shapes_col = [shape_names[k] for k in (sid[firsts].tolist())] if by_shapes else [""] * ng
-    self_cpu = total(self_c)
-    dev_rows_self = dur[nc:]
-    sum_self_device = 0
-    if has_device and nd:
-        sum_self_device = int(dev_rows_self[~ua[nc:]].sum())
+    row_ua = ua[firsts].astype(bool)
+    row_dev = dcode[firsts] != 0
+    in_device_total = (row_dev & ~row_ua) if has_device else np.zeros(ng, bool)
     if has_device and tree.system_device:
-        sum_self_device += int(np.asarray(tree.kernels_ns, np.int64).sum())
-    us = lambda v: np.asarray(v, dtype=np.float64) / 1000.0  # noqa: E731
+        in_device_total |= ~row_dev  # torch's legacy path: device time carried by CPU rows
     table = OpTable(
         name=name_col,
         device_type=dtype_col,
-        is_user_annotation=ua[firsts].astype(bool),
+        is_user_annotation=row_ua,
         input_shapes=shapes_col,
         count=count,
-        self_cpu_time_total=us(self_cpu),
-        cpu_time_total=us(total(cpu_t)),
-        self_device_time_total=us(total(self_d)),
-        device_time_total=us(total(dev_t)),
+        self_cpu_time_total=total(self_c),
+        cpu_time_total=total(cpu_t),
+        self_device_time_total=total(self_d),
+        device_time_total=total(dev_t),
         backend=profile.meta.backend,
         rows_events=list(rows_events),
-        sum_self_cpu=float(int(self_cpu.sum())) / 1000.0,
-        sum_self_device=sum_self_device / 1000.0,
-        device_time_source=profile.meta.device_time_source
-        or ("trace.json device rows" if sum_self_device else ""),
+        device_time_source=profile.meta.device_time_source,
         link_counts=dict(links.counts),
+        cpu_memory_usage=total(mem_cpu),
+        self_cpu_memory_usage=total(mem_self_cpu),
+        device_memory_usage=total(mem_dev),
+        self_device_memory_usage=total(mem_self_dev),
+        profile_memory=_recorded_memory(profile),
+        in_device_total=in_device_total,
     )
+    table.sum_self_cpu, table.sum_self_device = table.totals()
+    if not table.device_time_source and table.sum_self_device:
+        table.device_time_source = "trace.json device rows"
     return table
+
+
+def _recorded_memory(profile: Profile) -> bool:
+    """Whether torch would print memory columns: the trace says `profile_memory`, or it has memory records."""
+    flag = profile.meta.trace_meta.get("profile_memory")
+    if flag not in (None, 0, False, "0", "false", "False"):
+        return True
+    return profile.name_id(MEMORY_EVENT_NAME) >= 0 or profile.name_id(OUT_OF_MEMORY_EVENT_NAME) >= 0
 
 
 def select_rows(table: OpTable, pattern: str | None) -> np.ndarray:

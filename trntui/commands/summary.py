@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--sort",
         default="self_device_time_total",
         help="sort key as torch names it: self_cpu_time_total, cpu_time_total, self_device_time_total "
-        "(aliases self_cuda_time_total, self_privateuse1_time_total), device_time_total, count, name "
+        "(aliases self_cuda_time_total, self_privateuse1_time_total), device_time_total, cpu_time, count, "
+        "cpu_memory_usage, self_cpu_memory_usage, device_memory_usage, self_device_memory_usage (memory: "
+        "profile_memory traces; cuda_memory_usage etc. are aliases), name "
         "(default: self_device_time_total, or self_cpu_time_total when there is no device time)",
     )
     p.add_argument("--limit", type=int, default=100, help="rows per table (default 100; -1 for all)")

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trntui.model.memory_events import MemoryEvents
 
 NO_ID = -1
 """Sentinel for a missing External id / correlation / parent in the integer columns."""
@@ -217,6 +220,12 @@ class Profile:
         from trntui.model.args import decode_args
 
         return decode_args(raw)
+
+    def memory_events(self) -> "MemoryEvents":
+        """The `[memory]`/`[OutOfMemory]` records as columns (bytes, device, totals), decoded on first use."""
+        from trntui.model.memory_events import memory_events
+
+        return memory_events(self)
 
     @property
     def span(self) -> tuple[int, int]:
