@@ -428,7 +428,9 @@ def test_an_empty_profile_prints_what_torch_prints(tmp_path: Path, capsys) -> No
     table = key_averages(load_profile(trace))
     assert len(table) == 0 and render_table(table) == ""
     rc, out, err = run_cli(capsys, "summary", str(trace))
-    assert rc == 0 and out == ""
+    from trntui.report import EMPTY_TABLE_NOTE
+
+    assert rc == 0 and out == f"Note: {EMPTY_TABLE_NOTE}\n"  # torch's "" and trntui's note under it
 
 
 # ---------------------------------------------------------------------------------------------------------------

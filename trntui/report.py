@@ -225,9 +225,15 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
     }
 
 
+EMPTY_TABLE_NOTE = "no events that key_averages lists (torch's table() prints nothing for such a profile)"
+"""Said under an empty table (which is "", as torch prints it), so an empty result is not mistaken for a failure."""
+
+
 def footer_lines(profile: Profile, table: OpTable) -> list[str]:
     """trntui's own notes under torch's footer: where device time came from, link rules, what was skipped."""
     lines = []
+    if not len(table):
+        lines.append(f"Note: {EMPTY_TABLE_NOTE}")
     if table.has_device:
         src = table.device_time_source or "trace.json device rows"
         lines.append(f"Device time from: {src}")
