@@ -5,8 +5,8 @@
 - `cpu_transformer_400steps.json`: a real torch CPU trace: 4-layer `nn.TransformerEncoder`, eval forward
   steps, 400 profiled steps, `record_shapes=True` (about 160k events, about 67 MB).
 - `cuda_2m.json`: about 2M events (~400 MB) made by replicating the events of the HTA ns-resolution CUDA trace
-  (/work/shared/corpus/kineto/cuda_ns_resolution_68k.json.gz) with shifted timestamps and fresh
-  ids / correlations / External ids (kineto-traces.md §14).
+  (tests/data/kineto/cuda_ns_resolution_68k.json.gz) with shifted timestamps and fresh
+  ids / correlations / External ids (docs/reference/kineto-traces.md §14).
 - `cuda_5m.json`: the same at 5M events (~1 GB); only with `--only 5m` or `--big`.
 - `neuron_2m/`: a Neuron profile directory of about 2M events (SYNTHETIC: the "naive" step of
   scripts/make_neuron_samples.py replicated ~29k times with shifted timestamps and fresh External ids, system
@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
-CORPUS = Path(os.environ.get("TRNTUI_CORPUS", HERE.parent.parent / "shared" / "corpus" / "kineto"))
+CORPUS = Path(os.environ.get("TRNTUI_CORPUS", HERE.parent / "tests" / "data" / "kineto"))
 SEED_TRACE = CORPUS / "cuda_ns_resolution_68k.json.gz"
 
 CPU_TRACE = DATA / "cpu_transformer_400steps.json"

@@ -30,7 +30,7 @@ from trntui.model.profile import Flows, Profile  # noqa: E402
 from trntui.tui.app import TrntuiApp  # noqa: E402
 from trntui.tui.messages import ProfileLoaded  # noqa: E402
 
-DEFAULT_TRACE = REPO.parent / "shared" / "corpus" / "kineto" / "cuda_ns_resolution_68k.json.gz"
+DEFAULT_TRACE = REPO / "tests" / "data" / "kineto" / "cuda_ns_resolution_68k.json.gz"
 ZOOMS = (1, 4, 16, 256, 4096)
 """Zoom factors relative to fit-all."""
 

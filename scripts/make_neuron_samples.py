@@ -3,9 +3,9 @@
     python scripts/make_neuron_samples.py [--out sample_profiles/neuron]
 
 SYNTHETIC DATA. No Trainium hardware was available and torch-neuronx cannot be installed here. These files are
-written against the *documented* shapes (shared/docs/neuron-formats.md: Explorer's Parquet schema 7.4.0, the
+written against the *documented* shapes (docs/reference/neuron-formats.md: Explorer's Parquet schema 7.4.0, the
 Kineto `trace.json`, the `<instance>_pid_<pid>/<timestamp>/` layout) and reproduce the per-op figures of the
-reference walkthrough (shared/docs/walkthrough.md). They test trntui's reading of that schema, not real hardware:
+reference walkthrough (docs/reference/walkthrough.md). They test trntui's reading of that schema, not real hardware:
 event names, gaps, ids and the split between framework, runtime and hardware rows are our best reading of the
 docs, not a capture.
 
@@ -398,7 +398,7 @@ def manifest(variant: str) -> dict[str, Any]:
         "device": "neuron",
         "synthetic": True,
         "note": SYNTHETIC_NOTE,
-        "source": "scripts/make_neuron_samples.py; figures from the reference walkthrough (shared/docs/walkthrough.md)",
+        "source": "scripts/make_neuron_samples.py; figures from the reference walkthrough (docs/reference/walkthrough.md)",
         "complete": True,
     }
 

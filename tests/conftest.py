@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = (REPO / ".." / "shared" / "corpus" / "kineto").resolve()
+CORPUS = REPO / "tests" / "data" / "kineto"
+"""Real Kineto traces vendored from HTA's test data (MIT, see tests/data/kineto/README.md and its licence file)."""
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -26,7 +27,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def corpus_dir() -> Path:
     """The real Kineto traces (HTA test data, MIT) that every build must load."""
     if not CORPUS.is_dir():
-        pytest.fail(f"trace corpus not found at {CORPUS} (expected ../shared/corpus/kineto beside the repo)")
+        pytest.fail(f"trace corpus not found at {CORPUS} (it is part of the repository: tests/data/kineto)")
     return CORPUS
 
 

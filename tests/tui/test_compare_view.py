@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CORPUS
 from trntui.commands.compare import load_runs
 from trntui.tui.compare import CompareApp, CompareScreen, OpTimelineScreen
 
@@ -14,11 +15,7 @@ SIZE = (180, 44)
 
 @pytest.fixture(scope="module")
 def corpus_runs():
-    corpus = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "kineto"
-    corpus = corpus.resolve()
-    if not corpus.is_dir():
-        pytest.fail(f"trace corpus not found at {corpus}")
-    return load_runs([corpus / "cuda_compare_base.json.gz", corpus / "cuda_compare_test.json.gz"])
+    return load_runs([CORPUS / "cuda_compare_base.json.gz", CORPUS / "cuda_compare_test.json.gz"])
 
 
 async def wait_for(pilot, condition, tries: int = 200) -> bool:
@@ -150,11 +147,10 @@ async def test_explorer_c_key_opens_compare(tmp_path) -> None:
 
     from trntui.tui.app import TrntuiApp
 
-    corpus = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "kineto").resolve()
     for name in ("base", "test"):
         d = tmp_path / name
         d.mkdir()
-        shutil.copy(corpus / f"cuda_compare_{name}.json.gz", d / "trace.json.gz")
+        shutil.copy(CORPUS / f"cuda_compare_{name}.json.gz", d / "trace.json.gz")
     app = TrntuiApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(50):
@@ -240,11 +236,10 @@ async def test_help_on_compare_screen_in_explorer(tmp_path) -> None:
     from trntui.tui.app import TrntuiApp
     from trntui.tui.screens.help import HelpScreen
 
-    corpus = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "kineto").resolve()
     for name in ("base", "test"):
         d = tmp_path / name
         d.mkdir()
-        shutil.copy(corpus / f"cuda_compare_{name}.json.gz", d / "trace.json.gz")
+        shutil.copy(CORPUS / f"cuda_compare_{name}.json.gz", d / "trace.json.gz")
     app = TrntuiApp(tmp_path)
     async with app.run_test(size=(100, 60)) as pilot:
         assert await wait_for(pilot, lambda: len(app.runs) == 2)

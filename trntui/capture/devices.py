@@ -4,7 +4,7 @@ CPU and CUDA follow torch's documented profiler API and are exercised for real o
 
 The Neuron path is written against the documented torch-neuronx API ("Native PyTorch profiling":
 `torch_neuronx.profiling.NeuronConfig / ProfileMode / NeuronProfiler`, `ProfilerActivity.PrivateUse1`,
-`torch.neuron.synchronize()`, `torch.compile(backend="neuron")`; see docs/neuron-formats.md section 2 and the
+`torch.neuron.synchronize()`, `torch.compile(backend="neuron")`; see docs/reference/neuron-formats.md section 2 and the
 reference walkthrough). It has been tested only with a stand-in `torch_neuronx` module, never on Trainium
 hardware. Because that API is in beta and drifts, `NeuronConfig` options the installed version does not accept
 are dropped with a warning (and recorded in the manifest) instead of failing the capture.

@@ -54,7 +54,7 @@ def default_profile() -> tuple[Path, str | None]:
     cpu = REPO / "sample_profiles" / "cpu"
     if cpu.is_dir():
         return cpu, "naive"
-    return REPO.parent / "shared" / "corpus" / "kineto" / "cuda_simple_add.json.gz", None
+    return REPO / "tests" / "data" / "kineto" / "cuda_simple_add.json.gz", None
 
 
 def document(path: Path, run: str | None) -> str:
