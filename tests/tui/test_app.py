@@ -54,7 +54,7 @@ async def test_tab_moves_between_panes_and_z_maximizes(corpus_dir):
         assert screen_text(app).splitlines()[0].startswith("─Timeline")
         await pilot.press("z")
         assert app.screen.maximized is None
-        await pilot.press("shift+tab", "f")
+        await pilot.press("shift+tab", "z")
         await pilot.pause()
         assert app.screen.maximized is not None and app.ops in (app.screen.maximized, *app.screen.maximized.children)
         await pilot.press("escape")

@@ -254,7 +254,7 @@ async def test_help_on_compare_screen_in_explorer(tmp_path) -> None:
         lines = help_lines(app)
         for line in compare_binding_lines():
             assert line in lines, (line, lines)
-        assert "  z / f                 Maximize" in lines and "  q                     Quit" in lines
+        assert "  z                     Maximize" in lines and "  q                     Quit" in lines
         assert not any("Compare runs" in line for line in lines)
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))

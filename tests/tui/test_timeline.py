@@ -25,7 +25,7 @@ WINDOW = [
     "── runtime ─────────────────────────────────────────────────────────────────────",
     "…/runtime/TID:563677 ░   ▓░▒cudaDeviceSynchronize█████████████████████████▓",
     "── hardware ────────────────────────────────────────────────────────────────────",
-    "…D:0/device/Stream:7                                                      ░",
+    "…device/Stream:7 <1%                                                      ░",
 ]
 """Maximized at 80×24: every lane and sub-row fits, so tier headings and full labels; names inside the bars."""
 

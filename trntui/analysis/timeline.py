@@ -249,9 +249,9 @@ def plan_rows(
 
     `all` and `lanes` draw every lane under its tier heading (with or without nesting sub-rows). `fit` picks
     the fullest of these that fits; when even one row per lane does not fit, it drops the headings and gives
-    every tier one row at least: its busiest lanes (and `pinned` ones, e.g. the cursor's lane or a jump target)
-    get rows of their own and the rest of the tier shares one summary row, so every tier that has events is on
-    the first screen.
+    every tier one row at least: its busiest lanes get rows of their own and the rest of the tier shares one
+    summary row, so every tier that has events is on the first screen. `pinned` lanes (most wanted first: a
+    jump target, the cursor's lane) come before the busiest; only the first may take a row past the budget.
     """
     pin = set(pinned)
     full = sum(1 + sum(l.depths for l in lanes) for _, lanes in groups)
@@ -283,14 +283,15 @@ def plan_rows(
     # compact: one row per tier to start with, then the busiest lanes get their own
     promoted: dict[int, set[int]] = {tier: set() for tier, _ in groups}
     used = len(groups)
+    rank = {lane: k for k, lane in enumerate(pinned)}
     candidates = [(tier, l) for tier, lanes in groups for l in lanes if l.activity > 0 or l.lane in pin]
-    candidates.sort(key=lambda tl: (tl[1].lane not in pin, -tl[1].activity))
+    candidates.sort(key=lambda tl: (rank.get(tl[1].lane, len(rank)), -tl[1].activity))
     size = {tier: len(lanes) for tier, lanes in groups}
     for tier, l in candidates:
         if len(promoted[tier]) >= size[tier] - 1:
             continue  # the tier's last lane is drawn as itself anyway
-        if used >= budget and l.lane not in pin:
-            continue
+        if used >= budget and not (pinned and l.lane == pinned[0]):
+            continue  # only the first pinned lane may push the rows past the pane
         promoted[tier].add(l.lane)
         used += 1
     out = []
@@ -300,6 +301,89 @@ def plan_rows(
         if rest:
             out.append(PlannedRow(tier, rest, None))
     return out
+
+
+def matching_names(profile: Profile, pattern: str) -> np.ndarray:
+    """Interned name ids whose name matches the regex `pattern` (case-insensitive; raises `re.error`)."""
+    import re
+
+    search = re.compile(pattern, re.IGNORECASE).search
+    return np.fromiter((k for k, name in enumerate(profile.names) if search(name)), np.int64)
+
+
+def search_events(profile: Profile, pattern: str) -> np.ndarray:
+    """Events whose name matches the regex `pattern` (case-insensitive), sorted by start."""
+    ids = matching_names(profile, pattern)
+    if len(ids) == 0:
+        return np.empty(0, np.int64)
+    hit = np.zeros(len(profile.names) + 1, bool)
+    hit[ids] = True
+    events = np.nonzero(hit[profile.name])[0]
+    return events[np.argsort(profile.start[events], kind="stable")]
+
+
+def count_matches(profile: Profile, pattern: str) -> int:
+    """How many events `search_events` would return (from per-name counts: cheap enough per keystroke)."""
+    counts = profile.cache.get("name_counts")
+    if counts is None:
+        counts = profile.cache["name_counts"] = np.bincount(profile.name, minlength=len(profile.names))
+    ids = matching_names(profile, pattern)
+    return int(counts[ids].sum()) if len(ids) else 0
+
+
+def event_span(profile: Profile, event: int, launched: np.ndarray | None = None) -> tuple[int, int]:
+    """Absolute [start, end) of `event` together with the events it launched (`launched`), at least 1 ns."""
+    a, b = int(profile.start[event]), int(profile.end[event])
+    if launched is not None and len(launched):
+        a = min(a, int(profile.start[launched].min()))
+        b = max(b, int(profile.end[launched].max()))
+    return a, max(b, a + 1)
+
+
+@dataclass
+class IdleGaps:
+    """Idle gaps between executions on hardware lanes, in time order (absolute ns; `before`/`after`: the
+    executions on either side)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    @property
+    def durations(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    def ranked(self) -> np.ndarray:
+        """Gap indexes, largest first (ties: earliest first)."""
+        return np.lexsort((self.starts, -self.durations))
+
+
+def idle_gaps(profile: Profile, lanes: tuple[int, ...] | None = None) -> IdleGaps:
+    """Gaps when none of the hardware `lanes` (default: all hardware lanes) runs anything: the executions'
+    union from `analysis.gaps` (overlaps and per-core copies count once), cached per lane set."""
+    from trntui.analysis.gaps import hardware_events, merge_intervals
+
+    key = ("idle_gaps", lanes)
+    cached = profile.cache.get(key)
+    if cached is not None:
+        return cached
+    ev = hardware_events(profile, list(lanes) if lanes is not None else None)
+    ms, me, first, last = merge_intervals(profile.start[ev], profile.end[ev])
+    gaps = IdleGaps(me[:-1], ms[1:], ev[last[:-1]], ev[first[1:]])
+    profile.cache[key] = gaps
+    return gaps
+
+
+def busy_fraction(busy: Intervals, lo: int, hi: int) -> float:
+    """Fraction of [lo, hi) covered by `busy`."""
+    if hi <= lo or len(busy) == 0:
+        return 0.0
+    f = busy.busy_before(np.array([lo, hi], np.int64))
+    return float(f[1] - f[0]) / (hi - lo)
 
 
 def display_span(profile: Profile) -> tuple[int, int]:

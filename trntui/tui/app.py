@@ -76,7 +76,7 @@ class TrntuiApp(App[None]):
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark,f1", "help", "Help", id="help"),
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="palette"),
-        Binding("z,f", "toggle_maximize", "Maximize", id="maximize"),
+        Binding("z", "toggle_maximize", "Maximize", id="maximize"),
         Binding("r", "pick_run", "Runs", id="runs"),
         Binding("c", "compare", "Compare runs", id="compare"),
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
@@ -261,7 +261,7 @@ class TrntuiApp(App[None]):
         self.table = message.table
         self.load_seconds = message.seconds
         self.load_error = ""
-        self.ops.set_table(message.table)
+        self.ops.set_table(message.table, message.profile)
         # --steps: the clock starts at the first selected step (--window times are from the trace start)
         origin = message.view[0] if message.view is not None and self.steps_spec else None
         self.timeline.set_profile(message.profile, message.view, origin)
@@ -294,6 +294,13 @@ class TrntuiApp(App[None]):
     def _op_selected(self, message: OpTableView.OpSelected) -> None:
         if message.control is self.ops:
             self.select_op(message.row)
+            if message.then == "longest":
+                self.timeline.action_longest()
+                if self.timeline.cursor_event >= 0:
+                    self.chain.show_event(self.timeline.cursor_event)
+                    self._titles()
+            elif message.then == "instances":
+                self.timeline.show_instance_list()
 
     def select_op(self, row: int) -> None:
         """Make OpTable row `row` the selection: highlight its instances (and what they launched), chain the
@@ -308,9 +315,9 @@ class TrntuiApp(App[None]):
             return
         links = build_links(self.profile)
         launched = np.nonzero(np.isin(links.op_of, events))[0]
-        self.timeline.select(np.concatenate([events, launched]), events)
+        self.timeline.select(np.concatenate([events, launched]), events, safe_text(self.table.name[row]))
         first = int(events[np.argmin(self.profile.start[events])])
-        self.timeline.go_to_event(first)
+        self.timeline.zoom_to_event(first)  # the first instance (and what it launched) fills the pane
         self.chain.show_event(first)
         self._titles()
 

@@ -22,6 +22,7 @@ from trntui.textsafe import safe_text
 
 if TYPE_CHECKING:
     from trntui.analysis.key_averages import OpTable
+    from trntui.model.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,36 @@ def table_columns(table: "OpTable") -> list[Column]:
     return cols
 
 
-def _format(table: "OpTable", key: str, k: int) -> str:
+SPREAD_COLUMNS = (
+    Column("instance_min", "Min", 10),
+    Column("instance_avg", "Avg", 10),
+    Column("instance_max", "Max", 10),
+)
+"""Per-op instance durations (µs, like the other time columns), shown with `m`."""
+
+
+def instance_spread(table: "OpTable", profile: "Profile") -> dict[str, np.ndarray]:
+    """Per row: the shortest, mean and longest duration (µs) of the events merged into it (its instances)."""
+    sizes = np.array([len(e) for e in table.rows_events], np.int64)
+    out = {key: np.zeros(len(table)) for key in ("instance_min", "instance_avg", "instance_max")}
+    if sizes.sum() == 0:
+        return out
+    events = np.concatenate([np.asarray(e, np.int64) for e in table.rows_events])
+    dur = (profile.end[events] - profile.start[events]) / 1000.0
+    rows = np.nonzero(sizes)[0]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])[rows]
+    out["instance_min"][rows] = np.minimum.reduceat(dur, offsets)
+    out["instance_max"][rows] = np.maximum.reduceat(dur, offsets)
+    out["instance_avg"][rows] = np.add.reduceat(dur, offsets) / sizes[rows]
+    return out
+
+
+def _format(table: "OpTable", key: str, k: int, extra: dict[str, np.ndarray] | None = None) -> str:
     if key == "name":
         return safe_text(table.name[k])
     if key == "count":
         return str(int(table.count[k]))
-    value = float(getattr(table, key)[k])
+    value = float(extra[key][k] if extra and key in extra else getattr(table, key)[k])
     if key.endswith("percent"):
         return f"{value:.2f}%"
     return format_time(value)
@@ -94,6 +119,9 @@ class OpTableView(ScrollView, can_focus=True):
         Binding("6", "sort_column(5)", "Sort by column 6 (<DEV> total)", show=False, id="ops-sort-6"),
         Binding("7", "sort_column(6)", "Sort by column 7 (% <DEV>)", show=False, id="ops-sort-7"),
         Binding("slash", "filter", "Filter", id="ops-filter"),
+        Binding("m", "toggle_spread", "Min / avg / max columns", show=False, id="ops-spread"),
+        Binding("L", "select('longest')", "Longest instance", show=False, id="ops-longest"),
+        Binding("i", "select('instances')", "Instance list", show=False, id="ops-instances"),
     ]
 
     COMPONENT_CLASSES = {"op-table--header", "op-table--cursor", "op-table--selected"}
@@ -110,11 +138,14 @@ class OpTableView(ScrollView, can_focus=True):
     """
 
     class OpSelected(Message):
-        """Enter on a row: the op (row `row` of the OpTable) becomes the selection everywhere."""
+        """Enter on a row: the op (row `row` of the OpTable) becomes the selection everywhere; `then` says what
+        to show next: its first instance (""), its longest instance ("longest") or its instance list
+        ("instances")."""
 
-        def __init__(self, table: "OpTableView", row: int) -> None:
+        def __init__(self, table: "OpTableView", row: int, then: str = "") -> None:
             self.table = table
             self.row = row
+            self.then = then
             super().__init__()
 
         @property
@@ -138,15 +169,23 @@ class OpTableView(ScrollView, can_focus=True):
         """Position of the cursor in `view`."""
         self.selected_row = -1
         """The OpTable row selected with Enter (highlighted)."""
+        self.profile: Profile | None = None
+        """The profile the table was built from (for the instance-duration columns)."""
+        self.show_spread = False
+        self.spread: dict[str, np.ndarray] | None = None
         self._version = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._style_cache: tuple[object, dict[str, Style]] = (None, {})
 
     # -- data ------------------------------------------------------------------------------------
-    def set_table(self, table: "OpTable") -> None:
+    def set_table(self, table: "OpTable", profile: "Profile | None" = None) -> None:
         """Show `table`, sorted by device time when there is some (like torch's examples), else self CPU."""
         self.table = table
-        self.columns = table_columns(table)
+        self.profile = profile
+        self.spread = instance_spread(table, profile) if profile is not None and self.show_spread else None
+        if self.spread is None:
+            self.show_spread = False
+        self.columns = self._columns()
         keys = [c.key for c in self.columns]
         self.sort_index = keys.index("self_device_time_total") if table.has_device else keys.index("self_cpu_time_total")
         self.descending = True
@@ -186,7 +225,7 @@ class OpTableView(ScrollView, can_focus=True):
                 if self.descending:
                     order = order[::-1]
             else:
-                values = np.asarray(getattr(table, col.key), dtype=np.float64)
+                values = self._values(col.key)
                 order = np.argsort(-values if self.descending else values, kind="stable")
             if self.pattern is not None:
                 search = self.pattern.search
@@ -241,13 +280,40 @@ class OpTableView(ScrollView, can_focus=True):
         self._scroll_cursor_visible()
         self.refresh()
 
-    def action_select(self) -> None:
+    def action_select(self, then: str = "") -> None:
         if len(self.view) == 0:
             return
         self.selected_row = int(self.view[self.cursor])
         self._cache.clear()
         self.refresh()
-        self.post_message(self.OpSelected(self, self.selected_row))
+        self.post_message(self.OpSelected(self, self.selected_row, then))
+
+    def action_toggle_spread(self) -> None:
+        """Show or hide the Min / Avg / Max instance-duration columns (after # Calls)."""
+        if self.table is None:
+            return
+        if self.profile is None:
+            self.notify("instance durations need the loaded profile", severity="warning")
+            return
+        if self.spread is None:
+            self.spread = instance_spread(self.table, self.profile)
+        sort_key = self.sort_column.key if self.sort_column else ""
+        self.show_spread = not self.show_spread
+        self.columns = self._columns()
+        keys = [c.key for c in self.columns]
+        self.sort_index = keys.index(sort_key) if sort_key in keys else keys.index("self_cpu_time_total")
+        self._rebuild()
+
+    def _columns(self) -> list[Column]:
+        cols = table_columns(self.table)
+        if self.show_spread:
+            cols[2:2] = SPREAD_COLUMNS
+        return cols
+
+    def _values(self, key: str) -> np.ndarray:
+        if self.spread is not None and key in self.spread:
+            return self.spread[key]
+        return np.asarray(getattr(self.table, key), dtype=np.float64)
 
     def action_cycle_sort(self) -> None:
         if self.columns:
@@ -259,8 +325,10 @@ class OpTableView(ScrollView, can_focus=True):
             self._rebuild()
 
     def action_sort_column(self, index: int) -> None:
-        if 0 <= index < len(self.columns):
-            self.sort_by(self.columns[index].key)
+        """Sort by the n-th of torch's columns (the digits keep their meaning when Min/Avg/Max are shown)."""
+        base = table_columns(self.table) if self.table is not None else []
+        if 0 <= index < len(base):
+            self.sort_by(base[index].key)
 
     def action_filter(self) -> None:
         self.post_message(self.FilterRequested())
@@ -322,7 +390,7 @@ class OpTableView(ScrollView, can_focus=True):
         if table is None or position >= len(self.view):
             return Strip.blank(width, styles["base"])
         k = int(self.view[position])
-        cells = [_fit(_format(table, c.key, k), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
+        cells = [_fit(_format(table, c.key, k, self.spread), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
         role = "selected" if k == self.selected_row else "base"
         if position == self.cursor:
             role = "selected-cursor" if role == "selected" else "cursor"

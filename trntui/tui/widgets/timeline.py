@@ -30,19 +30,24 @@ from trntui.analysis.timeline import (
     TimelineRow,
     bar_labels,
     build_rows,
+    busy_fraction,
     cell_bounds,
     display_lanes,
+    count_matches,
     display_span,
     event_at,
+    event_span,
     format_absolute,
     format_ns,
     format_offset,
+    idle_gaps,
     lane_groups,
     merged_row,
     next_event,
     plan_rows,
     row_cells,
     ruler_marks,
+    search_events,
     selected_intervals,
 )
 from trntui.model.profile import Tier
@@ -63,6 +68,7 @@ _PAN = Binding.Group("Pan", compact=True)
 _ZOOM = Binding.Group("Zoom", compact=True)
 _STEP = Binding.Group("Event", compact=True)
 _INSTANCE = Binding.Group("Instance", compact=True)
+_GAP = Binding.Group("Idle gap", compact=True)
 
 
 TIER_TAGS = {Tier.DISPATCH: "cpu", Tier.DEVICE: "dev", Tier.RUNTIME: "rt", Tier.HARDWARE: "hw"}
@@ -114,13 +120,20 @@ class Timeline(Widget, can_focus=True):
         Binding("right,l", "pan(1)", "Pan right", id="timeline-pan-right", group=_PAN),
         Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline-zoom-in", group=_ZOOM),
         Binding("minus", "zoom(2)", "Zoom out", id="timeline-zoom-out", group=_ZOOM),
-        Binding("0", "fit", "Fit all", id="timeline-fit"),
+        Binding("slash", "search", "Search", id="timeline-search"),
+        Binding("f", "zoom_selection", "Fit event", id="timeline-zoom-selection"),
+        Binding("0", "fit", "Fit all", show=False, id="timeline-fit"),
         Binding("home,g", "edge(-1)", "Trace start", show=False, id="timeline-start"),
         Binding("end,G", "edge(1)", "Trace end", show=False, id="timeline-end"),
-        Binding("left_square_bracket", "step(-1)", "Prev event", id="timeline-prev-event", group=_STEP),
-        Binding("right_square_bracket", "step(1)", "Next event", id="timeline-next-event", group=_STEP),
-        Binding("n", "instance(1)", "Next instance", id="timeline-next-instance", group=_INSTANCE),
-        Binding("N", "instance(-1)", "Prev instance", id="timeline-prev-instance", group=_INSTANCE),
+        Binding("left_square_bracket", "step(-1)", "Prev event", show=False, id="timeline-prev-event", group=_STEP),
+        Binding("right_square_bracket", "step(1)", "Next event", show=False, id="timeline-next-event", group=_STEP),
+        Binding("n", "instance(1)", "Next instance / match", id="timeline-next-instance", group=_INSTANCE),
+        Binding("N", "instance(-1)", "Prev instance / match", id="timeline-prev-instance", group=_INSTANCE),
+        Binding("L", "longest", "Longest instance (again: next longest)", show=False, id="timeline-longest"),
+        Binding("i", "instance_list", "Instance list", show=False, id="timeline-instances"),
+        Binding("right_curly_bracket", "gap(1)", "Next idle gap (hardware)", show=False, id="timeline-next-gap", group=_GAP),
+        Binding("left_curly_bracket", "gap(-1)", "Prev idle gap", show=False, id="timeline-prev-gap", group=_GAP),
+        Binding("greater_than_sign", "largest_gap", "Largest idle gap (again: next largest)", show=False, id="timeline-largest-gap"),
         Binding("down,j", "lane(1)", "Lane down", show=False, id="timeline-lane-down"),
         Binding("up,k", "lane(-1)", "Lane up", show=False, id="timeline-lane-up"),
         Binding("pagedown,ctrl+d", "lane_page(1)", "Lanes page down", show=False, id="timeline-page-down"),
@@ -189,7 +202,16 @@ class Timeline(Widget, can_focus=True):
         self.selection = np.empty(0, np.int64)
         """Highlighted events (the selected op's instances and what they launched)."""
         self.instances = np.empty(0, np.int64)
-        """The selected op's own instances, sorted by start (`n`/`N` walk them)."""
+        """The selected op's own instances, or the search's matches, sorted by start (`n`/`N` walk them)."""
+        self.walking = ""
+        """What `instances` are, for the title: an op's name or `/pattern/`."""
+        self.search_pattern = ""
+        self._ranked_walk = False
+        """`L` was the last walk (so pressing it again goes to the next longest)."""
+        self._ranked_gap = False
+        """`>` was the last gap key (so pressing it again goes to the next largest)."""
+        self.gap: tuple[tuple[int, ...] | None, int] | None = None
+        """The idle gap the cursor was put on: (hardware lanes it is for, None = all; index in time order)."""
         self._selected: dict[int, Intervals | None] = {}
         """Per drawn TimelineRow (by id): the union of its highlighted events, computed when first drawn."""
         self._selection_sorted = np.empty(0, np.int64)
@@ -197,6 +219,7 @@ class Timeline(Widget, can_focus=True):
         self._summaries: dict[tuple[int, ...], TimelineRow] = {}
         self._plan_key: object = None
         self._bar_names: dict[int, str] = {}
+        self._device_rows: dict[tuple[int, ...], bool] = {}
         self._fitted = True
         self._fit_span: tuple[int, int] | None = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
@@ -220,6 +243,8 @@ class Timeline(Widget, can_focus=True):
         self._selection_version += 1
         self._summaries = {}
         self._bar_names = {}
+        self._device_rows = {}
+        self.gap = None
         self.pinned = ()
         self._plan_key = None
         self.cursor_row = 0
@@ -229,8 +254,9 @@ class Timeline(Widget, can_focus=True):
         self.cursor_event = -1
         self.fit(view)
 
-    def _build_display(self) -> None:
-        """Rows for the current mode and height (`plan_rows`); the cursor stays on its lane."""
+    def _build_display(self, target: int | None = None) -> None:
+        """Rows for the current mode and height (`plan_rows`); the cursor stays on its lane. The `target` lane
+        (a jump's) or else the cursor's gets its own row first, then the lanes of earlier jumps."""
         profile = self.profile
         if profile is None:
             return
@@ -238,7 +264,8 @@ class Timeline(Widget, can_focus=True):
         cursor_lanes = current.lanes if current is not None else ()
         cursor_depth = current.row.depth if current is not None and current.row is not None else 0
         own = cursor_lanes if len(cursor_lanes) == 1 else ()
-        pinned = tuple(dict.fromkeys((*own, *self.pinned)))
+        first = (target,) if target is not None else own
+        pinned = tuple(dict.fromkeys((*first, *self.pinned, *own)))
         key = (self.row_mode, self.visible_rows, pinned)
         if key == self._plan_key and self.display_rows:
             return
@@ -289,8 +316,10 @@ class Timeline(Widget, can_focus=True):
                     first = k
         return first if first >= 0 else self._first_lane_row()
 
-    def select(self, highlight: np.ndarray, instances: np.ndarray) -> None:
-        """Highlight `highlight`; `instances` (an op's own events) are what `n`/`N` step through."""
+    def select(self, highlight: np.ndarray, instances: np.ndarray, what: str = "") -> None:
+        """Highlight `highlight`; `instances` (an op's own events, or search matches) are what `n`/`N` step
+        through; `what` names them in the title."""
+        self.walking = what
         self.selection = np.asarray(highlight, np.int64)
         if self.profile is not None and len(instances):
             inst = np.asarray(instances, np.int64)
@@ -300,7 +329,7 @@ class Timeline(Widget, can_focus=True):
         self._selection_sorted = np.unique(self.selection)
         self._selected = {}
         self._selection_version += 1
-        self.refresh()
+        self._changed()
 
     def _selection_in(self, row: TimelineRow) -> Intervals | None:
         """The union of `row`'s highlighted events (None when it has none), computed once per selection."""
@@ -317,7 +346,11 @@ class Timeline(Widget, can_focus=True):
         width = self._width or 80
         key = (width, len(self.display_rows))
         if self._label_width[0] != key:
-            longest = max((len(d.title) + (len(d.tag) + 1 if d.tag else 0) for d in self.display_rows if d.row), default=8)
+            longest = max(
+                (len(d.title) + (len(d.tag) + 1 if d.tag else 0) + (5 if self._device_row(d) else 0)
+                 for d in self.display_rows if d.row),
+                default=8,
+            )
             self._label_width = (key, max(8, min(longest, 28, width // 4)))
         return self._label_width[1]
 
@@ -412,7 +445,16 @@ class Timeline(Widget, can_focus=True):
         a, b = self.window
         unit = max(abs(a), abs(b))
         span = f"{format_offset(a, self.ns_per_cell, unit)} … {format_offset(b, self.ns_per_cell, unit)}"
-        return f"Timeline · {span} · {format_ns(self.ns_per_cell)}/cell"
+        text = f"Timeline · {span} · {format_ns(self.ns_per_cell)}/cell"
+        if self.walking:
+            n = len(self.instances)
+            kind = "match" if self.walking.startswith("/") else "instance"
+            text += f" · {self.walking}: {n:,} {kind}{'es' if kind == 'match' and n != 1 else ('s' if n != 1 else '')}"
+        if self.row_mode == FIT and any(d.is_summary for d in self.display_rows):
+            drawn = sum(1 for d in self.display_rows if d.row is not None and not d.is_summary)
+            lanes = {lane for d in self.display_rows for lane in d.lanes}
+            text += f" · {drawn}/{len(lanes)} lanes (d: all)"
+        return text
 
     # -- cursor helpers --------------------------------------------------------------------------
     def _center_on(self, t: float) -> None:
@@ -459,7 +501,7 @@ class Timeline(Widget, can_focus=True):
         if row < 0 or self.display_rows[row].is_summary:
             lane = int(self.profile.lane[event])
             self.pinned = tuple(dict.fromkeys((lane, *self.pinned)))[:4]
-            self._build_display()
+            self._build_display(lane)
             row = self._row_for_event(event)
             if row < 0:
                 return
@@ -555,8 +597,9 @@ class Timeline(Widget, can_focus=True):
             self.go_to_event(event)
 
     def action_instance(self, direction: int) -> None:
+        self._ranked_walk = False
         if len(self.instances) == 0 or self.profile is None:
-            self.notify("No op selected: press Enter on a row of the ops table first", severity="warning")
+            self.notify("Nothing to walk: Enter on an op in the ops table, or / to search", severity="warning")
             return
         starts = self.profile.start[self.instances]
         current = self.event_under_cursor()
@@ -573,6 +616,139 @@ class Timeline(Widget, can_focus=True):
         k %= len(self.instances)
         self.go_to_event(int(self.instances[k]))
 
+    def action_longest(self) -> None:
+        """Go to the longest instance (or match); pressed again on it, to the next longest, and so on."""
+        if len(self.instances) == 0 or self.profile is None:
+            self.notify("Nothing to rank: Enter on an op in the ops table, or / to search", severity="warning")
+            return
+        inst = self.instances
+        dur = self.profile.end[inst] - self.profile.start[inst]
+        ranked = inst[np.lexsort((self.profile.start[inst], -dur))]
+        current = self.event_under_cursor()
+        hits = np.nonzero(ranked == current)[0]
+        k = int(hits[0]) + 1 if len(hits) and self._ranked_walk else 0
+        self.zoom_to_event(int(ranked[k % len(ranked)]))
+        self._ranked_walk = True
+
+    def action_instance_list(self) -> None:
+        if len(self.instances) == 0 or self.profile is None:
+            self.notify("No instances: Enter on an op in the ops table, or / to search", severity="warning")
+            return
+        self.show_instance_list()
+
+    def show_instance_list(self) -> None:
+        """The instances (or matches), longest first; the chosen one is zoomed to."""
+        from trntui.tui.screens.instances import InstancesScreen
+
+        def chosen(event: int | None) -> None:
+            if event is not None:
+                self.zoom_to_event(event)
+
+        what = self.walking or "instances"
+        self.app.push_screen(InstancesScreen(self.profile, self.instances, self.origin, what), chosen)
+
+    # -- idle gaps ----------------------------------------------------------------------------------
+    def _hardware(self, lanes: tuple[int, ...]) -> bool:
+        return bool(lanes) and all(self.profile.lanes[l].tier == Tier.HARDWARE for l in lanes)
+
+    def _gap_scope(self) -> tuple[int, ...] | None:
+        """The hardware lanes gap keys look at: those of the gap the cursor is on, else the cursor row's when it
+        is a hardware row, else all of them."""
+        if self.gap is not None and self._current_gap(self.gap[0]) >= 0:
+            return self.gap[0]
+        item = self.display_rows[self.cursor_row] if self.display_rows else None
+        if item is not None and self._hardware(item.lanes):
+            return tuple(sorted(item.lanes))
+        return None
+
+    def _current_gap(self, scope: tuple[int, ...] | None) -> int:
+        """Index of the gap (of `scope`) the cursor is on, or -1."""
+        if self.gap is None or self.gap[0] != scope:
+            return -1
+        gaps = idle_gaps(self.profile, scope)
+        k = self.gap[1]
+        t = self._abs(self.cursor_t)
+        return k if k < len(gaps) and gaps.starts[k] <= t < gaps.ends[k] else -1
+
+    def _gaps_or_warn(self, scope: tuple[int, ...] | None):
+        if self.profile is None:
+            return None
+        gaps = idle_gaps(self.profile, scope)
+        if len(gaps) == 0:
+            has_hw = any(l.tier == Tier.HARDWARE for l in self.profile.lanes)
+            self.notify("no idle gap between hardware executions" if has_hw else "no hardware lanes in this profile",
+                        severity="warning")
+            return None
+        return gaps
+
+    def action_gap(self, direction: int) -> None:
+        """Go to the next (previous) idle gap of the cursor's hardware lane(s), or of all hardware lanes."""
+        scope = self._gap_scope()
+        gaps = self._gaps_or_warn(scope)
+        if gaps is None:
+            return
+        k = self._current_gap(scope)
+        t = self._abs(self.cursor_t)
+        if k >= 0:
+            k += direction
+        elif direction > 0:
+            k = int(np.searchsorted(gaps.starts, t, side="right"))
+        else:
+            k = int(np.searchsorted(gaps.ends, t, side="left")) - 1
+        if not 0 <= k < len(gaps):
+            self.notify("no more idle gaps that way", severity="information")
+            return
+        self.show_gap(scope, k)
+        self._ranked_gap = False
+
+    def action_largest_gap(self) -> None:
+        """Go to the largest idle gap; pressed again on it, to the next largest, and so on."""
+        scope = self._gap_scope()
+        gaps = self._gaps_or_warn(scope)
+        if gaps is None:
+            return
+        ranked = gaps.ranked()
+        k = self._current_gap(scope) if self._ranked_gap else -1
+        r = int(np.nonzero(ranked == k)[0][0]) + 1 if k >= 0 else 0
+        self.show_gap(scope, int(ranked[r % len(ranked)]))
+        self._ranked_gap = True
+
+    def show_gap(self, scope: tuple[int, ...] | None, k: int) -> None:
+        """Zoom to gap `k` of `scope` with the executions on both sides in view, cursor in the gap."""
+        gaps = idle_gaps(self.profile, scope)
+        a, b = int(gaps.starts[k]), int(gaps.ends[k])
+        if scope is None:  # all hardware lanes: the cursor goes to the lane that runs next
+            lane = int(self.profile.lane[gaps.after[k]])
+            row = self._row_of_lane(lane)
+            if not self._hardware(self.display_rows[row].lanes if self.display_rows else ()):
+                self.pinned = tuple(dict.fromkeys((lane, *self.pinned)))[:4]
+                self._build_display(lane)
+                row = self._row_of_lane(lane)
+            self.cursor_row = row
+        self.zoom_to_span(a, b)
+        self.gap = (scope, k)
+        self.cursor_event = -1
+        self.cursor_t = (a + b) / 2 - self.origin
+        self._scroll_to_cursor()
+        self._changed()
+
+    def _gap_status(self) -> str:
+        """The status line for the gap under the cursor, or ""."""
+        scope = self.gap[0] if self.gap is not None else None
+        k = self._current_gap(scope) if self.gap is not None else -1
+        if k < 0:
+            return ""
+        gaps = idle_gaps(self.profile, scope)
+        rank = int(np.nonzero(gaps.ranked() == k)[0][0]) + 1
+        p = self.profile
+        where = "all hardware lanes" if scope is None else (
+            safe_text(p.lanes[scope[0]].label) if len(scope) == 1 else f"{len(scope)} hardware lanes")
+        return (
+            f"▸ idle {format_ns(int(gaps.ends[k] - gaps.starts[k]))} · gap {k + 1:,}/{len(gaps):,}"
+            f" (#{rank:,} largest) · after {safe_text(p.name_of(int(gaps.before[k])))}"
+            f" · before {safe_text(p.name_of(int(gaps.after[k])))} · {where}"
+        )
+
     def action_toggle_subrows(self) -> None:
         """Cycle the rows: fitted to the height → one row per lane → one row per lane and nesting depth; the
         cursor stays on its lane."""
@@ -582,6 +758,63 @@ class Timeline(Widget, can_focus=True):
         self._build_display()
         self._scroll_to_cursor()
         self._changed()
+
+    def zoom_to_span(self, a: int, b: int) -> None:
+        """Show the absolute span [a, b) over about 70% of the cells, centred (context on both sides)."""
+        length = max(b - a, 1)
+        self.ns_per_cell = max(length / max(self.cells * 0.7, 1.0), 1.0)
+        self.t0 = (a + b) / 2 - self.origin - self.cells * self.ns_per_cell / 2
+        self._fitted = False
+        self._changed()
+
+    def zoom_to_event(self, event: int) -> None:
+        """Fit `event` and what it launched (runtime calls, kernels) with context; cursor on it."""
+        if self.profile is None:
+            return
+        from trntui.analysis.links import build_links
+
+        links = build_links(self.profile)
+        launched = np.concatenate([links.launched_by(event, "op"), links.launched_by(event, "runtime")])
+        self.zoom_to_span(*event_span(self.profile, event, launched))
+        self.go_to_event(event)
+
+    def action_zoom_selection(self) -> None:
+        event = self.event_under_cursor()
+        if event < 0:
+            self.notify("No event under the cursor to zoom to", severity="warning")
+            return
+        self.zoom_to_event(event)
+
+    def search(self, pattern: str) -> int:
+        """Highlight the events whose name matches the regex `pattern` (case-insensitive) and put the cursor on
+        the first one at or after it; n/N walk them. Returns the number of matches (raises `re.error`)."""
+        if self.profile is None:
+            return 0
+        matches = search_events(self.profile, pattern) if pattern else np.empty(0, np.int64)
+        self.search_pattern = pattern
+        self.select(matches, matches, f"/{safe_text(pattern)}/" if pattern else "")
+        if len(matches):
+            starts = self.profile.start[matches]
+            k = int(np.searchsorted(starts, self._abs(self.cursor_t), side="left"))
+            self.go_to_event(int(matches[k % len(matches)]))
+        return len(matches)
+
+    def action_search(self) -> None:
+        if self.profile is None:
+            return
+        from trntui.tui.screens.search import SearchPrompt
+
+        profile = self.profile
+
+        def done(pattern: str | None) -> None:
+            if pattern is None:
+                return
+            n = self.search(pattern)
+            if pattern and n == 0:
+                self.notify(f"no event name matches /{safe_text(pattern)}/", severity="warning", markup=False)
+            self.focus()
+
+        self.app.push_screen(SearchPrompt(self.search_pattern, lambda p: count_matches(profile, p)), done)
 
     def action_toggle_clock(self) -> None:
         self.absolute_time = not self.absolute_time
@@ -637,6 +870,17 @@ class Timeline(Widget, can_focus=True):
         if is_cursor:
             label_style = label_style + Style(reverse=self.has_focus, bold=True)
         room = lw - 1 if is_cursor else lw
+        cells = self.cells
+        t0 = self._abs(self.t0)
+        bounds_key = (t0, self.ns_per_cell, cells)
+        if self._bounds[0] != bounds_key:
+            self._bounds = (bounds_key, cell_bounds(t0, self.ns_per_cell, cells))
+        bounds = self._bounds[1]
+        busy_pct = ""
+        if self._device_row(item):  # how busy the device was over the window
+            pct = 100.0 * busy_fraction(item.row.busy, int(bounds[0]), int(bounds[-1]))
+            busy_pct = f" {pct:.0f}%" if pct >= 0.5 or pct == 0 else " <1%"
+            room -= len(busy_pct)
         if item.tag:
             label = f"{item.tag} {left_truncate(item.title, room - len(item.tag) - 1)}".ljust(room)
         else:
@@ -644,13 +888,8 @@ class Timeline(Widget, can_focus=True):
             label = label.rjust(room) if item.row.depth else label.ljust(room)
         if is_cursor:
             label = "▸" + label
+        label += busy_pct
         segments = [Segment(label, label_style), Segment(" ", base)]
-        cells = self.cells
-        t0 = self._abs(self.t0)
-        bounds_key = (t0, self.ns_per_cell, cells)
-        if self._bounds[0] != bounds_key:
-            self._bounds = (bounds_key, cell_bounds(t0, self.ns_per_cell, cells))
-        bounds = self._bounds[1]
         glyphs, marked = row_cells(item.row, t0, self.ns_per_cell, cells, self._selection_in(item.row), bounds)
         cursor_col = self.cursor_col if is_cursor else -1
         labels = bar_labels(item.row, bounds)
@@ -704,6 +943,15 @@ class Timeline(Widget, can_focus=True):
             start = cut
         return Strip(segments).crop_extend(0, width, base)
 
+    def _device_row(self, item: DisplayRow) -> bool:
+        """Whether the row draws hardware or framework-device lanes (whose busy % its label shows)."""
+        key = item.lanes
+        cached = self._device_rows.get(key)
+        if cached is None:
+            tiers = {self.profile.lanes[l].tier for l in item.lanes}
+            cached = self._device_rows[key] = bool(tiers) and tiers <= {Tier.HARDWARE, Tier.DEVICE} and item.row.depth == 0
+        return cached
+
     def _bar_text(self, event: int, width: int) -> str:
         """The name of `event` fitted to `width` cells (terminal-safe names cached per interned name)."""
         name_id = int(self.profile.name[event])
@@ -746,9 +994,16 @@ class Timeline(Widget, can_focus=True):
                 lane = f" · {len(item.lanes)} lanes in one row (d: all lanes)"
             else:
                 lane = f" · {safe_text(profile.lanes[item.lanes[0]].label)}"
+        gap = self._gap_status() if event < 0 and profile is not None else ""
+        if gap:
+            return Strip([Segment(gap, base + Style(bold=True))]).crop_extend(0, width, base)
         if event >= 0 and profile is not None:
             dur = int(profile.end[event] - profile.start[event])
             tail = f" · {format_ns(dur)} · start {self._when(int(profile.start[event]))}"
+            if len(self.instances):
+                hits = np.nonzero(self.instances == event)[0]
+                if len(hits):
+                    tail += f" · {int(hits[0]) + 1:,}/{len(self.instances):,}"
             text = f"▸ {truncate(safe_text(profile.name_of(event)), max(width - 2 - len(tail), 16))}{tail}"
         else:
             at = self._when(self._abs(self.cursor_t)) if self.absolute_time else format_offset(self.cursor_t)

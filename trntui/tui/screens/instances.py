@@ -1,0 +1,135 @@
+"""The instance list (`i`): every instance of the selected op (or search match), longest first; Enter shows one
+on the timeline. A Line-API list, so an op with 100k instances opens at once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich.segment import Segment
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.screen import ModalScreen
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
+from trntui.analysis.timeline import format_ns, format_offset
+from trntui.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from trntui.model.profile import Profile
+
+
+class InstanceList(ScrollView, can_focus=True):
+    """Rows `rank · duration · start · lane` of `events`, sorted by duration (longest first)."""
+
+    BINDINGS = [
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False),
+        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False),
+        Binding("home,g", "jump(0)", "First", show=False),
+        Binding("end,G", "jump(-1)", "Last", show=False),
+    ]
+
+    COMPONENT_CLASSES = {"instance-list--header", "instance-list--cursor"}
+
+    DEFAULT_CSS = """
+    InstanceList { scrollbar-size-vertical: 1; overflow-x: hidden; }
+    InstanceList > .instance-list--header { text-style: bold; color: $text-accent; }
+    InstanceList > .instance-list--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    """
+
+    def __init__(self, profile: "Profile", events: np.ndarray, origin: int, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile = profile
+        self.origin = origin
+        dur = profile.end[events] - profile.start[events]
+        order = np.lexsort((profile.start[events], -dur))
+        self.events = np.asarray(events, np.int64)[order]
+        """Instances, longest first (ties: earliest first)."""
+        self.cursor = 0
+
+    def on_mount(self) -> None:
+        self.virtual_size = Size(self.size.width, len(self.events) + 1)
+
+    def row_text(self, k: int) -> str:
+        """Plain text of instance `k` (0 = the longest)."""
+        p = self.profile
+        e = int(self.events[k])
+        dur = format_ns(int(p.end[e] - p.start[e]))
+        start = format_offset(int(p.start[e]) - self.origin)
+        return f"{k + 1:>7}  {dur:>9}  {start:>14}  {safe_text(p.lane_of(e).label)}"
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width or self.size.width
+        base = self.rich_style
+        if y == 0:
+            style = base + self.get_component_rich_style("instance-list--header")
+            head = f"{'#':>7}  {'duration':>9}  {'start':>14}  lane"
+            return Strip([Segment(head, style)]).crop_extend(0, width, base)
+        k = int(self.scroll_offset.y) + y - 1
+        if k >= len(self.events):
+            return Strip.blank(width, base)
+        style = base + self.get_component_rich_style("instance-list--cursor") if k == self.cursor else base
+        return Strip([Segment(self.row_text(k), style)]).crop_extend(0, width, style)
+
+    def action_cursor(self, delta: int) -> None:
+        if len(self.events) == 0:
+            return
+        self.cursor = int(np.clip(self.cursor + delta, 0, len(self.events) - 1))
+        visible = max(self.scrollable_content_region.height - 1, 1)
+        top = int(self.scroll_offset.y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + visible:
+            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
+
+    def action_jump(self, where: int) -> None:
+        self.action_cursor(-self.cursor if where == 0 else len(self.events))
+
+
+class InstancesScreen(ModalScreen["int | None"]):
+    """The instance list over the app; Enter returns the chosen event, Esc None."""
+
+    BINDINGS = [
+        Binding("escape,q,i", "dismiss_none", "Close", id="instances-close"),
+        Binding("enter", "choose", "Show on timeline", id="instances-show"),
+    ]
+
+    DEFAULT_CSS = """
+    InstancesScreen { align: center middle; }
+    InstancesScreen > Vertical { width: 95%; height: 90%; border: round $accent; background: $surface; }
+    InstancesScreen #instances-title { height: 1; padding: 0 1; }
+    InstancesScreen InstanceList { height: 1fr; }
+    """
+
+    def __init__(self, profile: "Profile", events: np.ndarray, origin: int, what: str) -> None:
+        super().__init__()
+        self.list = InstanceList(profile, events, origin, id="instances")
+        self.what = what
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            n = len(self.list.events)
+            title = f"{self.what}: {n:,} instance{'s' if n != 1 else ''}, longest first · Enter: show on the timeline · Esc: close"
+            yield Static(Text(title), id="instances-title", markup=False)
+            yield self.list
+
+    def on_mount(self) -> None:
+        self.list.focus()
+
+    def action_choose(self) -> None:
+        if len(self.list.events):
+            self.dismiss(int(self.list.events[self.list.cursor]))
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
