@@ -117,3 +117,33 @@ class ArgsStore(Sequence):
             ends.append(st.ends + shift)
             shift += len(st.blob)
         return cls(Blobs(blobs), np.concatenate(starts), np.concatenate(ends))
+
+
+_EMPTY_ARGS = b"{}"
+
+
+def raw_many(store: Any, idx: np.ndarray) -> list[Any]:
+    """The raw args of events `idx` as bytes-like objects (memoryviews into the store's blob, no copies), `{}`
+    where an event has none: ready to be joined into one JSON array and decoded in a single msgspec call.
+    `store` is a profile's `args_raw` (an `ArgsStore`, or a list of raw bytes / parsed dicts)."""
+    if isinstance(store, ArgsStore):
+        a = store.starts[idx].tolist()
+        b = store.ends[idx].tolist()
+        blob = store.blob
+        if isinstance(blob, Blobs):
+            k = (np.searchsorted(blob.bounds, store.starts[idx], side="right") - 1).tolist()
+            base = blob.bounds.tolist()
+            views = [memoryview(x) if not isinstance(x, np.ndarray) else memoryview(x).cast("B") for x in blob.blobs]
+            return [views[j][s - base[j] : e - base[j]] if e > s else _EMPTY_ARGS for j, s, e in zip(k, a, b)]
+        mv = memoryview(blob) if not isinstance(blob, np.ndarray) else memoryview(np.ascontiguousarray(blob)).cast("B")
+        return [mv[s:e] if e > s else _EMPTY_ARGS for s, e in zip(a, b)]
+    out: list[Any] = []
+    for i in np.asarray(idx).tolist():
+        raw = store[i] if i < len(store) else None
+        if raw is None:
+            out.append(_EMPTY_ARGS)
+        elif isinstance(raw, dict):
+            out.append(msgspec.json.encode(raw))
+        else:
+            out.append(raw)
+    return out

@@ -10,11 +10,14 @@ trace without memory records pays one name lookup.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
+
+from trntui.model.args import raw_many
 
 if TYPE_CHECKING:  # pragma: no cover
     from trntui.model.profile import Profile
@@ -75,7 +78,7 @@ class MemoryEvents:
 _FIELDS = ("event", "ts", "oom", "nbytes", "device_type", "device_id", "total_allocated", "total_reserved", "addr")
 
 
-class _MemArgs(msgspec.Struct):
+class _MemArgs(msgspec.Struct, gc=False):
     device_type: int = msgspec.field(name="Device Type", default=-1)
     device_id: int = msgspec.field(name="Device Id", default=-1)
     addr: int = msgspec.field(name="Addr", default=0)
@@ -83,6 +86,8 @@ class _MemArgs(msgspec.Struct):
     total_allocated: int = msgspec.field(name="Total Allocated", default=0)
     total_reserved: int = msgspec.field(name="Total Reserved", default=0)
 
+
+_BATCH = msgspec.json.Decoder(list[_MemArgs])
 
 _ARGS_KEYS = (
     ("device_type", "Device Type", -1),
@@ -93,6 +98,7 @@ _ARGS_KEYS = (
     ("total_reserved", "Total Reserved", 0),
 )
 _I64 = (-(2**63), 2**63 - 1)
+_FIELDS_OF = operator.attrgetter(*(f for f, _, _ in _ARGS_KEYS))
 
 
 def _as_int(v: Any, default: int) -> int:
@@ -115,16 +121,13 @@ def _decode_args(profile: "Profile", idx: np.ndarray) -> dict[str, np.ndarray]:
     """The six args columns of events `idx`: one typed batch decode when every record is well formed,
     else record by record, tolerantly."""
     n = len(idx)
-    raws = [profile.args_raw[i] for i in idx.tolist()]
     cols = {f: np.empty(n, np.int64) for f, _, _ in _ARGS_KEYS}
-    if all(isinstance(r, (bytes, bytearray, memoryview)) for r in raws):
-        try:
-            parsed = msgspec.json.decode(b"[" + b",".join(bytes(r) for r in raws) + b"]", type=list[_MemArgs])
-            for f, _, _ in _ARGS_KEYS:
-                cols[f][:] = [getattr(p, f) for p in parsed]
-            return cols
-        except (msgspec.DecodeError, msgspec.ValidationError, OverflowError):
-            pass  # an odd record somewhere: read them one by one
+    try:
+        parsed = _BATCH.decode(b"[" + b",".join(raw_many(profile.args_raw, idx)) + b"]")
+        table = np.array(list(map(_FIELDS_OF, parsed)), dtype=np.int64).reshape(n, len(_ARGS_KEYS))
+        return {f: table[:, k] for k, (f, _, _) in enumerate(_ARGS_KEYS)}
+    except (msgspec.DecodeError, msgspec.ValidationError, OverflowError, TypeError, ValueError):
+        pass  # an odd record somewhere: read them one by one
     for k, i in enumerate(idx.tolist()):
         args = profile.args(i)
         for f, key, default in _ARGS_KEYS:
