@@ -110,7 +110,7 @@ def _worker(case: str, path: str) -> dict:
         t0 = time.perf_counter()
         from trntui.analysis.key_averages import key_averages
         from trntui.analysis.links import build_links
-        from trntui.loaders import find_runs, load_run
+        from trntui.session import find_runs, load_run
 
         phases["import"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -143,11 +143,11 @@ def run_worker(case: str, path: Path, env: dict | None = None, python: str | Non
         import shutil
 
         os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
-        from trntui.cache import _inputs, entry_dir
-        from trntui.loaders import find_runs
+        from trntui.cache import entry_dir
+        from trntui.session import find_runs
 
         for run in find_runs(path):  # the entry is keyed by every input file of the run (Neuron: the export too)
-            shutil.rmtree(entry_dir(_inputs(run) or [path]), ignore_errors=True)
+            shutil.rmtree(entry_dir(run.inputs or [path], CACHE_DIR), ignore_errors=True)
     # Peak RSS comes from /usr/bin/time, which runs the command as its own (small) child: a child forked from
     # this big bench process inherits this process's high-water mark in wait4's ru_maxrss, even after exec.
     timer = Path("/usr/bin/time")
@@ -194,7 +194,7 @@ def interactive(path: Path, quick: bool) -> dict:
 
     os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
     from trntui.analysis.key_averages import OpTable, key_averages, select_rows
-    from trntui.loaders import find_runs, load_run
+    from trntui.session import find_runs, load_run
 
     (run,) = find_runs(path)
     profile = load_run(run)  # cached when the summary cases ran first
@@ -508,12 +508,12 @@ def bench_neuron(path: Path, label: str, lines: list[str], notes: list[str]) -> 
     print(f"== {label}: {path.name}/ ({size_mb:.0f} MB)", file=sys.stderr, flush=True)
     res: dict = {}
     os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
-    from trntui import cache
-    from trntui.loaders import find_runs
+    from trntui import cache, settings
+    from trntui.session import find_runs
 
     (run,) = find_runs(path)
     cases = ["parquet_floor", "trntui_open", "summary_cold"]
-    if cache.cacheable(run):
+    if cache.cacheable(run.inputs or [], settings.cache_min_bytes()):
         cases += ["summary_first", "summary_cached"]
     for case in cases:
         r = run_worker(case, path)  # one repeat: each trntui case takes tens of seconds on 2 cores

@@ -65,13 +65,13 @@ def _case(name: str) -> Case:
 
 
 def _load(name: str):
-    from trntui.loaders import load_profile
+    from trntui.session import load_profile
 
     return load_profile(_case(name).path)
 
 
 def test_truncated_trace_says_how_many_were_lost() -> None:
-    from trntui.loaders import load_profile
+    from trntui.session import load_profile
 
     good = valid_trace()
     full = load_profile(_case("gzip_name_plain.json.gz").path)
@@ -141,7 +141,7 @@ def test_multi_run_directory_with_broken_runs(tmp_path, capsys) -> None:
 
 def test_cli_never_shows_a_traceback_for_unexpected_errors(monkeypatch, capsys) -> None:
     """The last line of defence: an internal bug still ends in one line and exit 2."""
-    import trntui.loaders as loaders
+    import trntui.session as loaders
 
     def boom(*a, **k):
         raise RuntimeError("internal \x1b[2J bug")
@@ -159,7 +159,7 @@ def test_links_and_chains_terminate_on_every_loadable_case() -> None:
 
     from trntui.analysis.links import build_links
     from trntui.errors import TrntuiError
-    from trntui.loaders import load_profile
+    from trntui.session import load_profile
 
     try:
         from trntui.analysis.chains import follow

@@ -175,7 +175,7 @@ def test_neuron_loaded_cases_are_consistent(neuron_cases: list[Case]) -> None:
     """What loads is sane: no negative durations, no negative totals, rows counted."""
     from trntui.analysis.key_averages import key_averages
     from trntui.errors import TrntuiError
-    from trntui.loaders import load_profile
+    from trntui.session import load_profile
 
     for case in neuron_cases:
         try:

@@ -124,7 +124,7 @@ def test_paths_in_a_trace_are_never_opened_or_run(tmp_path: Path) -> None:
             with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
                 assert main(["summary", "--format", fmt, "--group-by-input-shapes", str(trace)]) == 0
         from trntui.analysis.links import build_links
-        from trntui.loaders import load_profile
+        from trntui.session import load_profile
 
         prof = load_profile(trace.parent)
         build_links(prof)

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trntui import cache
+from trntui import cache, session
 from trntui.analysis.key_averages import key_averages
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_hit_gives_identical_profile_and_key_averages(cache_env, trace):
     assert len(entries) == 1
     assert not list(trace.parent.glob("*.npy")), "never writes next to the profile"
     assert not list(entries[0].glob("*.pkl"))
-    hit = cache.load(_run(trace))
+    hit = session.cached(_run(trace))
     assert hit is not None
     _same_profile(fresh, hit)
     _same_profile(first, hit)
@@ -78,13 +78,13 @@ def test_hit_gives_identical_profile_and_key_averages(cache_env, trace):
 
 def test_mtime_change_invalidates(cache_env, trace):
     load_run(_run(trace))
-    assert cache.load(_run(trace)) is not None
+    assert session.cached(_run(trace)) is not None
     st = trace.stat()
     os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    assert cache.load(_run(trace)) is None
+    assert session.cached(_run(trace)) is None
     load_run(_run(trace))  # rewrites the entry in place
     assert len([p for p in cache_env.iterdir() if p.is_dir()]) == 1
-    assert cache.load(_run(trace)) is not None
+    assert session.cached(_run(trace)) is not None
 
 
 def test_content_change_is_seen(cache_env, trace, corpus_dir):
@@ -116,7 +116,7 @@ def test_corrupt_entry_is_a_miss(cache_env, trace):
     load_run(_run(trace))
     (entry,) = [p for p in cache_env.iterdir() if p.is_dir()]
     (entry / "start.npy").write_bytes(b"garbage")
-    assert cache.load(_run(trace)) is None
+    assert session.cached(_run(trace)) is None
     assert len(load_run(_run(trace))) > 0
 
 
@@ -143,8 +143,7 @@ def test_summary_no_cache_flag(cache_env, trace, capsys):
 def test_chunked_args_round_trip_through_the_cache(tmp_path, monkeypatch, corpus_dir) -> None:
     """A profile decoded in several chunks keeps its args in the chunks' blobs (never joined in memory); the
     cache writes them piece by piece and a cached re-open gives every event the same args bytes."""
-    from trntui import cache as C
-    from trntui.loaders import find_runs, load_run
+    from trntui.session import find_runs, load_run
     from trntui.loaders.kineto import chunks as kineto
     from trntui.model.args import Blobs
 
@@ -154,7 +153,7 @@ def test_chunked_args_round_trip_through_the_cache(tmp_path, monkeypatch, corpus
     run = find_runs(corpus_dir / "cuda_ns_resolution_68k.json.gz")[0]
     fresh = load_run(run, cache=True)
     assert isinstance(fresh.args_raw.blob, Blobs) and len(fresh.args_raw.blob.blobs) > 3
-    again = C.load(run)
+    again = session.cached(run)
     assert again is not None and len(again) == len(fresh)
     assert all(fresh.args_raw[i] == again.args_raw[i] for i in range(len(fresh)))
     assert sum(1 for i in range(len(fresh)) if fresh.args_raw[i]) > 1000
@@ -163,10 +162,9 @@ def test_chunked_args_round_trip_through_the_cache(tmp_path, monkeypatch, corpus
 def test_neuron_run_is_cached_and_identical(tmp_path, monkeypatch, repo_dir) -> None:
     """A Neuron run read from an Explorer export is cached like a Kineto run: the re-open gives the same table
     (device time from the system trace), chains and metadata; changing any export file is a miss."""
-    from trntui import cache as C
     from trntui.analysis.chains import follow
     from trntui.analysis.key_averages import key_averages
-    from trntui.loaders import find_runs, load_run
+    from trntui.session import find_runs, load_run
 
     monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", "0")
@@ -175,7 +173,7 @@ def test_neuron_run_is_cached_and_identical(tmp_path, monkeypatch, repo_dir) -> 
     run = find_runs(tmp_path / "naive")[0]
     assert run.inputs and any(p.suffix == ".parquet" for p in run.inputs)
     fresh = load_run(run, cache=True)
-    again = C.load(run)
+    again = session.cached(run)
     assert again is not None
     ta, tb = key_averages(fresh), key_averages(again)
     assert ta.name == tb.name and np.array_equal(ta.self_device_time_total, tb.self_device_time_total)
@@ -188,4 +186,4 @@ def test_neuron_run_is_cached_and_identical(tmp_path, monkeypatch, repo_dir) -> 
     assert any(h.name == "nc_exec_running" for br in cb.branches for h in br)
     parquet = next(p for p in run.inputs if p.suffix == ".parquet")
     os.utime(parquet, ns=(1, 1))
-    assert C.load(find_runs(tmp_path / "naive")[0]) is None  # a changed export file is a miss
+    assert session.cached(find_runs(tmp_path / "naive")[0]) is None  # a changed export file is a miss

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from trntui.analysis.key_averages import key_averages  # noqa: E402
 from trntui.cli import main  # noqa: E402
-from trntui.loaders import find_runs, load_run  # noqa: E402
+from trntui.session import find_runs, load_run  # noqa: E402
 
 VARIANTS = ("naive", "fused", "compiled")
 REPO = Path(__file__).resolve().parents[1]

@@ -117,7 +117,7 @@ def test_workload_that_raises_while_running_leaves_an_incomplete_directory(capsy
     crash = json.loads((partial / "crash" / "trntui.json").read_text())
     assert ok["complete"] is True  # that variant did finish
     assert crash["complete"] is False and "kaboom" in crash["error"]
-    from trntui.loaders import find_runs
+    from trntui.session import find_runs
 
     assert [r.name for r in find_runs(partial)] == ["ok"]
 

@@ -33,7 +33,7 @@ from trntui.capture import (  # noqa: E402
     resolve_source,
 )
 from trntui.errors import TrntuiError  # noqa: E402
-from trntui.loaders import find_runs, load_run  # noqa: E402
+from trntui.session import find_runs, load_run  # noqa: E402
 
 TRACE_SUBDIR = Path("i-0fake_pid_4242") / "20260101_000000_000"
 

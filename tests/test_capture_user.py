@@ -15,7 +15,7 @@ from trntui.analysis.key_averages import key_averages  # noqa: E402
 from trntui.capture.workloads import Variant, Workload, WorkloadSource, normalize  # noqa: E402
 from trntui.cli import main  # noqa: E402
 from trntui.errors import TrntuiError  # noqa: E402
-from trntui.loaders import find_runs, load_run  # noqa: E402
+from trntui.session import find_runs, load_run  # noqa: E402
 
 
 def counts_of(run) -> dict[str, int]:

@@ -21,7 +21,7 @@ from trntui.analysis.compare import (
     run_metrics,
 )
 from trntui.errors import TrntuiError
-from trntui.loaders import load_profile
+from trntui.session import load_profile
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import ProfileMeta, Tier
 

@@ -140,7 +140,7 @@ def test_run_order_is_one_rule_for_discovery_and_compare(corpus_dir, tmp_path) -
     import shutil
 
     from trntui.commands.compare import discover
-    from trntui.loaders import find_runs
+    from trntui.session import find_runs
     from trntui.loaders.discover import capture_order
 
     for name, order in (("a", 2), ("b", 0), ("c", 1)):

@@ -7,7 +7,7 @@ import pytest
 
 from trntui.analysis.key_averages import key_averages
 from trntui.analysis.links import build_links
-from trntui.loaders import load_profile
+from trntui.session import load_profile
 from trntui.model.profile import Tier
 
 CORPUS_FILES = [

@@ -86,7 +86,7 @@ def test_lnc_copies_count_once_but_back_to_back_executions_do_not_merge() -> Non
 
 
 def test_cpu_only_has_no_hardware(corpus_dir) -> None:
-    from trntui.loaders import load_profile
+    from trntui.session import load_profile
 
     rep = gap_report(load_profile(corpus_dir / "cpu_only.json.gz"))
     assert rep.device is None and rep.lanes == [] and not rep.has_hardware
@@ -107,7 +107,7 @@ def test_neuron_samples_fusion_removes_gaps() -> None:
     root = SAMPLES / "neuron"
     if not root.is_dir():
         pytest.skip(f"{root} is not there (bundled Neuron-format RMSNorm samples)")
-    from trntui.loaders import find_runs, load_run
+    from trntui.session import find_runs, load_run
 
     reps = {}
     for run in find_runs(root):

@@ -14,7 +14,7 @@ import pytest
 from trntui import memory
 from trntui.cli import main
 from trntui.errors import OverBudget, TrntuiError
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 from trntui.loaders.kineto import chunks as K
 from trntui.loaders.kineto import parallel as P
 from trntui.loaders.kineto import streaming as S

@@ -10,7 +10,7 @@ import pytest
 from trntui.analysis.chains import follow
 from trntui.analysis.key_averages import key_averages
 from trntui.analysis.neuron import device_time_info
-from trntui.loaders import find_runs, load_profile, load_run
+from trntui.session import find_runs, load_profile, load_run
 from trntui.model.profile import Tier
 
 from tests.neuron_samples import generator

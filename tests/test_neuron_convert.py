@@ -13,7 +13,7 @@ import pytest
 from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
 from trntui.errors import LoadError
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 from trntui.loaders.neuron import convert as neuron_convert
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import pytest
 from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
 from trntui.commands.info import describe
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 from trntui.loaders.neuron.discover import find_neuron_runs, scan
 
 from tests.neuron_samples import generator

@@ -9,7 +9,7 @@ import pytest
 
 from trntui.analysis.chains import follow
 from trntui.analysis.key_averages import key_averages
-from trntui.loaders import find_runs, load_profile, load_run
+from trntui.session import find_runs, load_profile, load_run
 from trntui.loaders.neuron.json_export import load_json_export, read_json_rows
 from trntui.loaders.neuron.parquet import load_parquet_export
 from trntui.model.builder import ProfileBuilder

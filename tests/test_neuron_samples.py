@@ -14,7 +14,7 @@ import pytest
 
 from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
-from trntui.loaders import find_runs, load_profile
+from trntui.session import find_runs, load_profile
 
 from tests.neuron_samples import generator
 

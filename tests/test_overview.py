@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from trntui.analysis.overview import overview
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 
 REPO = Path(__file__).resolve().parents[1]
 NEURON_SAMPLES = REPO / "sample_profiles" / "neuron"

@@ -9,7 +9,7 @@ import pytest
 
 from trntui import progress
 from trntui.cli import main
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 from trntui.loaders.kineto import chunks as K
 
 

@@ -18,7 +18,7 @@ from trntui.analysis.select import (
     windows_for_steps,
 )
 from trntui.errors import TrntuiError
-from trntui.loaders import load_profile
+from trntui.session import load_profile
 
 
 def _trace(tmp_path):

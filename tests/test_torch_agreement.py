@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trntui.analysis.key_averages import key_averages  # noqa: E402
-from trntui.loaders import load_profile  # noqa: E402
 from trntui.report import render_table  # noqa: E402
+from trntui.session import load_profile  # noqa: E402
 
 from .conftest import run_cli  # noqa: E402
 

@@ -79,14 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    budget = getattr(args, "memory_budget", None)
-    saved_budget = os.environ.get("TRNTUI_MEMORY_BUDGET")
     try:
+        budget = getattr(args, "memory_budget", None)
         if budget:
             from trntui.memory import parse_size
 
-            parse_size(budget)  # a bad value is a one-line error before anything is read
-            os.environ["TRNTUI_MEMORY_BUDGET"] = budget  # read by every load, also in the app's worker
+            parse_size(budget)  # a bad value is a one-line error before anything is read (commands pass it down)
         if args.command in PROGRESS_COMMANDS:
             from trntui.progress import terminal_progress
 
@@ -106,16 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:  # noqa: BLE001 - the promise is: no tracebacks for users
-        if os.environ.get("TRNTUI_DEBUG"):
+        from trntui import settings
+
+        if settings.debug():
             raise
         _fail(f"unexpected {type(exc).__name__}: {exc} (set TRNTUI_DEBUG=1 for details)")
         return EXIT_USAGE
-    finally:
-        if budget:  # main() may be called again in the same process (tests, embedding)
-            if saved_budget is None:
-                os.environ.pop("TRNTUI_MEMORY_BUDGET", None)
-            else:
-                os.environ["TRNTUI_MEMORY_BUDGET"] = saved_budget
 
 
 def _fail(message: str) -> None:

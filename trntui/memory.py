@@ -68,22 +68,32 @@ def available_bytes() -> int | None:
     return None
 
 
-def default_budget() -> int | None:
-    """`$TRNTUI_MEMORY_BUDGET` if set, else 80% of the available memory, else None (unknown: no budget)."""
-    env = os.environ.get("TRNTUI_MEMORY_BUDGET", "").strip()
-    if env:
-        return parse_size(env)
+def auto_budget() -> int | None:
+    """80% of the memory available now, else None (unknown: no budget)."""
     avail = available_bytes()
     return int(avail * 0.8) if avail else None
+
+
+def default_budget() -> int | None:
+    """`$TRNTUI_MEMORY_BUDGET` if set, else `auto_budget()` (for the edge: trntui/settings.py)."""
+    from trntui import settings
+
+    env = settings.memory_budget()
+    return parse_size(env) if env else auto_budget()
+
+
+def parse_option(option: str | int) -> int | None:
+    """Bytes from a budget value: an int (<= 0: no limit) or a size string (`parse_size`)."""
+    if isinstance(option, int):
+        return option if option > 0 else None
+    return parse_size(option)
 
 
 def resolve(option: str | int | None) -> int | None:
     """A budget from a CLI option value: None or "auto" → the default; a size string → bytes."""
     if option is None or (isinstance(option, str) and option.strip().lower() == "auto"):
         return default_budget()
-    if isinstance(option, int):
-        return option if option > 0 else None
-    return parse_size(option)
+    return parse_option(option)
 
 
 def json_size(path: Path) -> int:

@@ -10,7 +10,6 @@ The reporter lives in a context variable, so a thread (the app's loading worker)
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TextIO
 
+from trntui import settings
 from trntui.errors import TrntuiError
 
 Reporter = Callable[[str, int, int], None]
@@ -38,6 +38,11 @@ def report(stage: str, done: int = 0, total: int = 0) -> None:
     cb = _current.get()
     if cb is not None:
         cb(stage, done, total)
+
+
+def current() -> Reporter | None:
+    """The reporter installed in this context, if any."""
+    return _current.get()
 
 
 def finished() -> None:
@@ -87,7 +92,7 @@ class StderrProgress:
         self.last_draw = 0.0
         self.drawn = False
         tty = force or (hasattr(self.stream, "isatty") and self.stream.isatty())
-        self.enabled = tty and os.environ.get("TRNTUI_NO_PROGRESS", "") in ("", "0")
+        self.enabled = tty and settings.progress_enabled()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if not self.enabled:

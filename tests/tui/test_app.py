@@ -152,7 +152,7 @@ async def test_run_picker_and_switching_runs(cpu_profile_dir):
 
 async def test_first_paint_does_not_wait_for_the_load(corpus_dir, monkeypatch):
     """The UI paints and answers keys while the worker is still reading the file."""
-    import trntui.loaders as loaders
+    import trntui.session as loaders
 
     release = threading.Event()
     real = loaders.load_run

@@ -30,7 +30,7 @@ def _endless_load(started: threading.Event, stopped: list[float]):
 
 
 async def test_header_shows_percent_and_esc_cancels(corpus_dir, monkeypatch):
-    from trntui import loaders
+    from trntui import session as loaders
 
     started, stopped = threading.Event(), []
     monkeypatch.setattr(loaders, "load_run", _endless_load(started, stopped))
@@ -54,7 +54,7 @@ async def test_header_shows_percent_and_esc_cancels(corpus_dir, monkeypatch):
 
 
 async def test_quit_during_load_stops_the_loader(corpus_dir, monkeypatch):
-    from trntui import loaders
+    from trntui import session as loaders
 
     started, stopped = threading.Event(), []
     monkeypatch.setattr(loaders, "load_run", _endless_load(started, stopped))

@@ -306,7 +306,7 @@ def key_averages(
     events: np.ndarray | None = None,
 ) -> OpTable:
     """Build torch's key_averages table from the profile (optionally only for the events in `events`)."""
-    cache_key = ("key_averages", group_by_input_shapes)
+    cache_key = _memo_key(group_by_input_shapes)
     if events is None and cache_key in profile.cache:
         return profile.cache[cache_key]
     links = build_links(profile)
@@ -315,6 +315,15 @@ def key_averages(
     if events is None:
         profile.cache[cache_key] = table
     return table
+
+
+def _memo_key(group_by_input_shapes: bool) -> tuple[str, bool]:
+    return ("key_averages", group_by_input_shapes)
+
+
+def remember(profile: Profile, table: OpTable, *, group_by_input_shapes: bool = False) -> None:
+    """Keep `table` as the profile's whole-profile key_averages result (a table read back from the cache)."""
+    profile.cache[_memo_key(group_by_input_shapes)] = table
 
 
 @dataclass
@@ -436,17 +445,17 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         _ordered_sum(kern_us_ev, links.op_of[dv], _us(end[dv], origin) - _us(start[dv], origin))
         has_kern_ev[links.op_of[dv]] = True
     system_device = False
-    if not len(dv) and not dev_mask.any() and profile.cat_id("neuron_hw") >= 0:
-        # Neuron: trace.json has no device rows; attribute nc_exec_running (merged per logical execution)
-        from trntui.analysis.neuron import system_device_time
-
-        attributed = system_device_time(profile, links)
-        if attributed:
-            ops_ = np.fromiter(attributed.keys(), np.int64, count=len(attributed))
-            kern_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
-            kern_us_ev[ops_] = kern_ev[ops_] / 1000.0
-            has_kern_ev[ops_] = True
-            system_device = True
+    if not len(dv) and not dev_mask.any():
+        # no device rows: the trace format may attribute device time (Neuron: nc_exec_running, analysis/neuron.py)
+        for hook in profile.hooks.device_time:
+            attributed = hook(profile, links)
+            if attributed:
+                ops_ = np.fromiter(attributed.keys(), np.int64, count=len(attributed))
+                kern_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
+                kern_us_ev[ops_] = kern_ev[ops_] / 1000.0
+                has_kern_ev[ops_] = True
+                system_device = True
+                break
 
     # _remove_dup_nodes: a child with its parent's name, when it is the only child, is merged into it.
     # Evaluated on the original tree (equivalent to torch's repeated passes: a chain of same-name only

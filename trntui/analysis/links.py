@@ -234,10 +234,8 @@ def build_links(profile: Profile) -> Links:
     links.add_edges(runtime_of[d_rt], d_rt, Rule.CORRELATION)
     links.add_edges(op_of[d_op], d_op, rule[d_op])
     _add_flow_edges(profile, links)
-    if profile.cat_id("neuron_rt") >= 0 or profile.cat_id("neuron_hw") >= 0:
-        from trntui.analysis.neuron import add_neuron_edges
-
-        add_neuron_edges(profile, links)
+    for hook in profile.hooks.link_edges:  # the trace format's own link keys (Neuron: analysis/neuron.py)
+        hook(profile, links)
     profile.cache["links"] = links
     return links
 

@@ -26,6 +26,21 @@ RULE_NAMES = {Rule.FLOW: "flow_id", Rule.SEQUENCE: "nrt_sequence_id", Rule.EXTER
               Rule.CONTAINMENT: "time containment", Rule.CORRELATION: "correlation"}
 
 
+def link_edges(profile: Profile, links: Links) -> None:
+    """The Neuron format's link hook (trntui/formats.py): `add_neuron_edges` when the profile has system-trace
+    rows."""
+    if profile.cat_id("neuron_rt") >= 0 or profile.cat_id("neuron_hw") >= 0:
+        add_neuron_edges(profile, links)
+
+
+def device_time(profile: Profile, links: Links) -> dict[int, int]:
+    """The Neuron format's device-time hook (trntui/formats.py): `system_device_time` when the profile has
+    hardware rows, else {}."""
+    if profile.cat_id("neuron_hw") < 0:
+        return {}
+    return system_device_time(profile, links)
+
+
 def _cats(profile: Profile, names: tuple[str, ...]) -> np.ndarray:
     return profile.cat_mask(names)
 

@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def discover(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
     """(display name, loader Run) for every run under `paths`, in order; raises TrntuiError for < 2 runs."""
     from trntui.errors import TrntuiError
-    from trntui.loaders import find_runs
+    from trntui.session import find_runs
     from trntui.loaders.discover import capture_order, manifest_position
 
     found: list[tuple[str, Any]] = []
@@ -145,16 +145,19 @@ def _path_name(path: Path, run: Any) -> str:
     return name or run.name
 
 
-def load_runs(paths: Sequence[str | Path], *, by_shapes: bool = False, baseline: str | None = None) -> list["Run"]:
-    """Load every run under `paths` for comparison (baseline first)."""
+def load_runs(
+    paths: Sequence[str | Path], *, by_shapes: bool = False, baseline: str | None = None, options: Any = None
+) -> list["Run"]:
+    """Load every run under `paths` for comparison (baseline first); `options`: `LoadOptions` (None: the
+    defaults, trntui/settings.py)."""
     from trntui.analysis.compare import make_run
-    from trntui.loaders import load_run
+    from trntui.session import load_run
 
     from trntui.progress import finished
 
     found = discover(paths)
     found = _with_baseline_first(found, baseline)
-    runs = [make_run(name, load_run(r), group_by_input_shapes=by_shapes, source=str(r.root)) for name, r in found]
+    runs = [make_run(name, load_run(r, options), group_by_input_shapes=by_shapes, source=str(r.root)) for name, r in found]
     finished()  # the progress line (on a terminal) is erased before anything is printed
     return runs
 
@@ -502,11 +505,14 @@ def json_document(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=N
 def run(args: argparse.Namespace) -> int:
     from trntui.analysis.compare import check_rules, diff_ops, parse_rule
 
+    from trntui.session import LoadOptions
+
     rules = [parse_rule(t) for t in args.fail_if]  # bad rules fail (exit 2) before any loading
+    options = LoadOptions.from_env(memory_budget=args.memory_budget)
     headless = args.no_tui or args.format is not None or bool(rules) or not _is_tty()
     if not headless:
-        return launch_compare(args.paths, by_shapes=args.by_shapes, baseline=args.baseline)
-    runs = load_runs(args.paths, by_shapes=args.by_shapes, baseline=args.baseline)
+        return launch_compare(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options)
+    runs = load_runs(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options)
     diff = diff_ops([r.table for r in runs], [r.name for r in runs], by_shapes=args.by_shapes)
     results = check_rules(rules, [r.metrics for r in runs])
     fmt = args.format or "table"
@@ -549,7 +555,9 @@ def _is_tty() -> bool:
         return False
 
 
-def launch_compare(paths: "Sequence[str | Path] | str | Path", *, by_shapes: bool = False, baseline: str | None = None) -> int:
+def launch_compare(
+    paths: "Sequence[str | Path] | str | Path", *, by_shapes: bool = False, baseline: str | None = None, options: Any = None
+) -> int:
     """Open the compare view on `paths` (several run paths, or one parent directory of runs).
 
     Used by `trntui compare` and by `trntui profile --variant all`; a single path (str or Path) is accepted
@@ -557,7 +565,7 @@ def launch_compare(paths: "Sequence[str | Path] | str | Path", *, by_shapes: boo
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline)
+    runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline, options=options)
     from trntui.tui.compare import run_compare_app
 
     return run_compare_app(runs, paths=[str(p) for p in paths], by_shapes=by_shapes)

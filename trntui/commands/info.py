@@ -35,7 +35,7 @@ def describe(path_str: str) -> dict[str, Any]:
     from pathlib import Path
 
     from trntui.errors import LoadError
-    from trntui.loaders.discover import find_runs
+    from trntui.session import find_runs
     from trntui.loaders.neuron.convert import cached_export, find_tool, manual_command
     from trntui.loaders.neuron.discover import scan
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,8 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def launch(path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None) -> int:
-    """Open the explorer on `path` and return when the user quits (also used by `trntui profile`)."""
+def launch(
+    path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None, options: Any = None
+) -> int:
+    """Open the explorer on `path` and return when the user quits (also used by `trntui profile`); `options`:
+    the `LoadOptions` of its loads (None: the defaults, trntui/settings.py)."""
     from trntui.errors import LoadError
 
     path = Path(path)
@@ -43,9 +47,12 @@ def launch(path: str | Path, run: str | None = None, *, steps: str | None = None
         from trntui.analysis.select import parse_steps
 
         parse_steps(steps)  # a malformed spec is a one-line error before the app starts
-    TrntuiApp(path, run, steps=steps, window=window).run()
+    TrntuiApp(path, run, steps=steps, window=window, load_options=options).run()
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    return launch(args.path, args.run, steps=args.steps, window=args.window)
+    from trntui.session import LoadOptions
+
+    options = LoadOptions.from_env(memory_budget=args.memory_budget)
+    return launch(args.path, args.run, steps=args.steps, window=args.window, options=options)

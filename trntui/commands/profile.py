@@ -142,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
 def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule: Any, build_workload: Any) -> int:
     from trntui.capture import context_for
     from trntui.capture.runner import CaptureRequest, capture, check_out_dir, default_out_dir
+    from trntui.session import LoadOptions
 
+    options = LoadOptions.from_env(memory_budget=getattr(args, "memory_budget", None))  # a bad size fails now
     out = args.out if args.out is not None else default_out_dir(source.name)
     check_out_dir(out, args.force)  # fail before compiling anything
     workload = build_workload(source, context_for(setup, args.dtype, args.shape))
@@ -166,9 +168,10 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
     if not args.no_tui and sys.stdout.isatty():
         launch = _tui_launcher(several=len(result.variants) > 1)
         if launch is not None:
-            return int(launch(result.out) or 0)
+            explicit = {"options": options} if getattr(args, "memory_budget", None) else {}  # else: the defaults
+            return int(launch(result.out, **explicit) or 0)
         print("trntui: the TUI is not available in this build; printing the summaries", file=sys.stderr)
-    return print_summaries(result, args.sort, args.limit)
+    return print_summaries(result, args.sort, args.limit, options)
 
 
 def _tui_launcher(several: bool = False) -> Any:
@@ -183,11 +186,11 @@ def _tui_launcher(several: bool = False) -> Any:
     return getattr(importlib.import_module(name), attr, None)
 
 
-def print_summaries(result: Any, sort_key: str, limit: int | None) -> int:
+def print_summaries(result: Any, sort_key: str, limit: int | None, options: Any = None) -> int:
     """One key_averages table per variant (as `trntui summary`), then a side-by-side line per variant."""
     from trntui.analysis.key_averages import key_averages, normalize_sort_key
     from trntui.errors import TrntuiError
-    from trntui.loaders import find_runs, load_run
+    from trntui.session import find_runs, load_run
     from trntui.report import format_time, render
     from trntui.textsafe import safe_text
 
@@ -200,7 +203,7 @@ def print_summaries(result: Any, sort_key: str, limit: int | None) -> int:
     for vr in result.variants:
         runs = find_runs(vr.directory)
         for run in runs:
-            profile = load_run(run)
+            profile = load_run(run, options)
             table = key_averages(profile)
             run_sort = sort
             if sort.startswith(("self_device", "device")) and not table.has_device:

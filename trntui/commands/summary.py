@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     from trntui.analysis.key_averages import key_averages, normalize_sort_key
     from trntui.errors import LoadError, TrntuiError
-    from trntui.loaders import find_runs, load_run
+    from trntui.session import LoadOptions, find_runs, load_run
     from trntui.progress import finished
     from trntui.report import json_document, render
 
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise TrntuiError(str(exc)) from None
     limit = None if args.limit is not None and args.limit < 0 else args.limit
+    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False))
     runs = find_runs(Path(args.path))
     many = len(runs) > 1
     docs = []
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     for run in runs:
         try:
-            profile = load_run(run, cache=not getattr(args, "no_cache", False))
+            profile = load_run(run, options)
         except LoadError as exc:
             skip(exc)
             continue

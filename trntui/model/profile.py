@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -132,6 +132,16 @@ class ProfileMeta:
         return sum(self.skipped.values())
 
 
+@dataclass
+class AnalysisHooks:
+    """Format-specific analyses that generic analysis calls (trntui/loaders/protocol.py), so that analysis never
+    imports a loader: `link_edges(profile, links)` add dependency edges, `device_time(profile, links)` return
+    frontend op → device ns for traces without device rows."""
+
+    link_edges: list[Callable[..., Any]] = field(default_factory=list)
+    device_time: list[Callable[..., Any]] = field(default_factory=list)
+
+
 class Profile:
     """A loaded profile: columnar events, lanes, flows and metadata.
 
@@ -171,6 +181,9 @@ class Profile:
         self.args_raw = args_raw
         self.meta = meta
         self.cache: dict[str, Any] = {}
+        """Derived data memoised by the module that computes it (each module owns its keys)."""
+        self.hooks = AnalysisHooks()
+        """The analyses the profile's trace format adds (attached by trntui/formats.py when a run is loaded)."""
         self._name_index: dict[str, int] | None = None
         self._cat_index: dict[str, int] | None = None
 

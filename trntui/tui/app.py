@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from rich.text import Text
@@ -82,7 +82,10 @@ class TrntuiApp(App[None]):
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 
-    def __init__(self, path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None,
+        load_options: Any = None,
+    ) -> None:
         super().__init__()
         self.path = Path(path)
         self.requested_run = run
@@ -90,6 +93,8 @@ class TrntuiApp(App[None]):
         """`--steps 3-5`: the ops table counts only these ProfilerStep#N windows; the timeline opens on them."""
         self.window_spec = window
         """`--window 10ms:20ms`: likewise for a time window (relative to the timeline's +0)."""
+        self.load_options = load_options
+        """`LoadOptions` of the command (memory budget, cache); None: the defaults (trntui/settings.py)."""
         self.runs: list[Run] = []
         self.run_name: str | None = None
         self.profile: Profile | None = None
@@ -163,7 +168,7 @@ class TrntuiApp(App[None]):
                 self.post_message(LoadProgress(stage, 2, LOAD_STAGES, done / total if total else None))
 
         try:
-            from trntui.loaders import find_runs, load_run
+            from trntui.session import find_runs, load_run
 
             self.post_message(LoadProgress("finding runs", 1, LOAD_STAGES))
             runs = find_runs(path)
@@ -180,8 +185,8 @@ class TrntuiApp(App[None]):
                     raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
                 run = matches[0]
             self.post_message(LoadProgress(f"reading {run.name}", 2, LOAD_STAGES))
-            with reporting(progress):
-                profile = load_run(run)
+            with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
+                profile = load_run(run) if self.load_options is None else load_run(run, self.load_options)
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))

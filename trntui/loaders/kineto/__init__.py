@@ -18,12 +18,15 @@ One module per job:
 - `tolerant` / `recover`: the whole-file fallbacks for damaged input (coercion, JSON repair, salvage of a
   truncated file).
 - `load`: one file into a `ProfileBuilder` (in memory, mapped, or streamed under a budget).
+- `discover` / `format`: which files are chrome traces and the runs they make; `FORMAT`, this format's entry
+  in the registry (trntui/formats.py).
 """
 
 from __future__ import annotations
 
+from trntui.loaders.kineto.format import FORMAT
 from trntui.loaders.kineto.load import add_events, load_kineto, load_kineto_into
 from trntui.loaders.kineto.schema import Ev
 from trntui.loaders.kineto.tolerant import decode_trace
 
-__all__ = ["Ev", "add_events", "decode_trace", "load_kineto", "load_kineto_into"]
+__all__ = ["FORMAT", "Ev", "add_events", "decode_trace", "load_kineto", "load_kineto_into"]

@@ -29,11 +29,15 @@ def load_kineto(path: str | Path, *, instance: str = "") -> Profile:
     return builder.finish()
 
 
-def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str = "", budget: int | None = None) -> None:
+def load_kineto_into(
+    path: str | Path, builder: ProfileBuilder, *, instance: str = "", budget: int | None = None,
+    scratch_dir: Path | None = None,
+) -> None:
     """Add one chrome trace file's events, lanes and flows to `builder` (to merge it with other sources).
 
     `budget` (bytes; None: no limit): the file is loaded in memory when that fits, else streamed with its
-    args on disk, else refused before most of it is read (trntui/memory.py)."""
+    args on disk (in `scratch_dir`, else the system's temporary directory), else refused before most of it is
+    read (trntui/memory.py)."""
     path = Path(path)
     meta = builder.meta
     if budget is not None:
@@ -44,7 +48,7 @@ def load_kineto_into(path: str | Path, builder: ProfileBuilder, *, instance: str
         except OSError:
             size = 0  # read_bytes says what is wrong with the file
         if size * FULL_LOAD_FACTOR > budget:
-            _load_streamed(path, builder, instance=instance, budget=budget, size=size)
+            _load_streamed(path, builder, instance=instance, budget=budget, size=size, scratch_dir=scratch_dir)
             return
     if _mappable(path) and _load_mapped(path, builder, instance=instance):
         return
@@ -118,17 +122,19 @@ def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str) -> bool:
         return True
 
 
-def _load_streamed(path: Path, builder: ProfileBuilder, *, instance: str, budget: int, size: int) -> None:
+def _load_streamed(
+    path: Path, builder: ProfileBuilder, *, instance: str, budget: int, size: int, scratch_dir: Path | None
+) -> None:
     """Load `path` mapped and chunk by chunk, args spilled to disk (see trntui/memory.py)."""
     from trntui.memory import FULL_LOAD_FACTOR, fmt, over_budget
 
     meta = builder.meta
     report("reading", 0, 0)
-    data, notes = map_trace(path)
+    data, notes = map_trace(path, scratch_dir)
     meta.notes.extend(f"{path.name}: {n}" for n in notes)
     meta.sources.append(str(path))
     meta.notes.append(f"{path.name}: streamed to stay within the memory budget of {fmt(budget)} (args read from disk)")
-    spill = ArgsSpill()
+    spill = ArgsSpill(scratch_dir)
     with _decoding(data):
         stream = Stream(path, data, spill, budget)
         chunked = decode_chunked(data, stream)

@@ -3,8 +3,9 @@
 `map_trace` gives the trace's JSON text as a read-only memory map (a gzip file is inflated into an unlinked
 temporary file first, a piece at a time), so the decoder can drop the pages it has read. `ArgsSpill` writes
 every event's raw args bytes to an unlinked temporary file and maps it back once the load is done: the
-profile reads args from it lazily, as it does from the cache. Both files live in the cache directory
-(`$TRNTUI_CACHE_DIR`, ...; /tmp is often RAM-backed) and disappear when the process ends.
+profile reads args from it lazily, as it does from the cache. Both files live in the load's scratch directory
+(`LoadOptions.scratch_dir`, under the cache directory: /tmp is often RAM-backed) and disappear when the process
+ends.
 """
 
 from __future__ import annotations
@@ -31,29 +32,26 @@ if TYPE_CHECKING:
 _PIECE = 8 << 20
 
 
-def spill_dir() -> Path:
-    from trntui.cache import cache_dir
-
-    d = cache_dir() / "spill"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def _temp() -> BinaryIO:
-    try:
-        return tempfile.TemporaryFile(dir=spill_dir())
-    except OSError:  # unwritable cache dir: the system's temporary directory
-        return tempfile.TemporaryFile()
+def _temp(directory: Path | None) -> BinaryIO:
+    """An unlinked temporary file in `directory` (`LoadOptions.scratch_dir`), else the system's temporary dir."""
+    if directory is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            return tempfile.TemporaryFile(dir=directory)
+        except OSError:  # unwritable cache dir: the system's temporary directory
+            pass
+    return tempfile.TemporaryFile()
 
 
-def map_trace(path: Path) -> tuple[mmap.mmap, list[str]]:
-    """The trace's (inflated) bytes as a read-only memory map, and notes on anything recovered."""
+def map_trace(path: Path, scratch_dir: Path | None = None) -> tuple[mmap.mmap, list[str]]:
+    """The trace's (inflated) bytes as a read-only memory map, and notes on anything recovered (a gzip file is
+    inflated into an unlinked file in `scratch_dir`)."""
     notes: list[str] = []
     with open_trace(path) as f:
         gz = f.read(2) == b"\x1f\x8b"
         f.seek(0)
         if gz:
-            src: BinaryIO = _temp()
+            src: BinaryIO = _temp(scratch_dir)
             if not _inflate(f, src, path):
                 notes.append("gzip stream is truncated or corrupted; read what could be decompressed")
             src.flush()
@@ -99,8 +97,8 @@ class ArgsSpill:
     The write position lives in a shared anonymous map, so a forked decoder appends to the same file: space is
     reserved under the caller's lock, then written with `pwrite` at its own offset."""
 
-    def __init__(self) -> None:
-        self.file = _temp()
+    def __init__(self, scratch_dir: Path | None = None) -> None:
+        self.file = _temp(scratch_dir)
         self._end = np.frombuffer(mmap.mmap(-1, 8), np.int64)
 
     @property

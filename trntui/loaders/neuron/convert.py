@@ -4,7 +4,7 @@ The `.pb` and `.ntff` files have no public schema (neuron-formats.md §4), so tr
 session holds only raw files:
 
 - with `neuron-explorer` on PATH: run `neuron-explorer view -d SESSION --output-format parquet --output-file OUT`
-  into a cache directory *outside* the profile (`$TRNTUI_CACHE_DIR` or `~/.cache/trntui/neuron/<hash>`; the hash
+  into a cache directory *outside* the profile (`<cache dir>/neuron/<hash>`, `LoadOptions.cache_dir`; the hash
   covers the session path and its files' sizes and mtimes), printing the exact command and progress; the tool
   runs with the cache directory as its working directory (Explorer drops stray files into the CWD);
 - with only the older `neuron-profile`: `neuron-profile view -d SESSION --output-format json --output-file
@@ -36,13 +36,14 @@ EXTRA_PATHS = ("/opt/aws/neuron/bin",)
 DONE_MARKER = ".trntui-complete"
 
 
-def cache_root() -> Path:
-    env = os.environ.get("TRNTUI_CACHE_DIR")
-    if env:
-        return Path(env).expanduser() / "neuron"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "trntui" / "neuron"
+def cache_root(cache_dir: Path | None = None) -> Path:
+    """Where conversions are kept: `<cache dir>/neuron` (`LoadOptions.cache_dir`; without one, the documented
+    default, trntui/settings.py)."""
+    if cache_dir is None:
+        from trntui import settings
+
+        cache_dir = settings.cache_dir()
+    return cache_dir / "neuron"
 
 
 def session_hash(session_dir: Path) -> str:
@@ -61,8 +62,8 @@ def session_hash(session_dir: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def cache_dir_for(session_dir: Path) -> Path:
-    return cache_root() / session_hash(session_dir)
+def cache_dir_for(session_dir: Path, cache_dir: Path | None = None) -> Path:
+    return cache_root(cache_dir) / session_hash(session_dir)
 
 
 def find_tool() -> tuple[str, str] | None:
@@ -114,8 +115,8 @@ def find_export(directory: Path) -> tuple[Path, str] | None:
     return None
 
 
-def cached_export(session_dir: Path) -> tuple[Path, str] | None:
-    out = cache_dir_for(session_dir)
+def cached_export(session_dir: Path, cache_dir: Path | None = None) -> tuple[Path, str] | None:
+    out = cache_dir_for(session_dir, cache_dir)
     if (out / DONE_MARKER).is_file():
         return find_export(out / "export")
     return None
@@ -126,11 +127,12 @@ def convert(
     *,
     progress: Callable[[str], None] | None = None,
     timeout: float | None = None,
+    cache_dir: Path | None = None,
 ) -> tuple[Path, str]:
     """Convert one session into the cache (or reuse a previous conversion). Returns (export path, format)."""
     session_dir = Path(session_dir)
     say = progress or (lambda msg: print(f"trntui: {safe_text(msg)}", file=sys.stderr, flush=True))
-    hit = cached_export(session_dir)
+    hit = cached_export(session_dir, cache_dir)
     if hit:
         say(f"using the conversion cached in {hit[0]}")
         return hit
@@ -142,7 +144,7 @@ def convert(
             f"Trn host: {manual_command(session_dir)} and open the output directory (or this directory with it inside)",
         )
     tool, exe = found
-    final = cache_dir_for(session_dir)
+    final = cache_dir_for(session_dir, cache_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
     work = final.parent / f".{final.name}.tmp{os.getpid()}"
     if work.exists():
@@ -186,28 +188,25 @@ def convert(
     return find_export(final / "export")  # type: ignore[return-value]
 
 
-def conversion_loader(session: Any) -> Callable[[Any], None]:
-    """An extra loader for a raw session: convert (or reuse the cache) and load; without the tool, a note (or an
-    error when the session has no framework trace to show either)."""
+def load_converted(source: Any, builder: Any, *, cache_dir: Path | None, has_framework: bool) -> None:
+    """Load a raw session (`NeuronSource`): convert it (or reuse the cached conversion) and read the export;
+    without the tool, a note (or an error when the session has no framework trace to show either)."""
+    from trntui.loaders.neuron.json_export import load_json_export
+    from trntui.loaders.neuron.parquet import load_parquet_export
 
-    def load(builder: Any) -> None:
-        from trntui.loaders.neuron.json_export import load_json_export
-        from trntui.loaders.neuron.parquet import load_parquet_export
-
-        if cached_export(session.dir) is None and find_tool() is None:
-            msg = (
-                f"{session.dir.name}: only raw Neuron files (ntrace.pb / .ntff) and neuron-explorer is not installed "
-                f"here; to see runtime and hardware rows run on the Trn host: {manual_command(session.dir)}"
-            )
-            if session.framework:
-                builder.meta.notes.append(msg)
-                return
-            raise LoadError(session.dir, msg.split(": ", 1)[1])
-        path, fmt = convert(session.dir)
-        kwargs = dict(pid_filter=session.pid, label=f"{session.dir.name} (converted)", instance_hint=session.instance)
-        if fmt == "parquet":
-            load_parquet_export(path, builder, **kwargs)
-        else:
-            load_json_export(path, builder, **kwargs)
-
-    return load
+    session_dir = source.session_dir
+    if cached_export(session_dir, cache_dir) is None and find_tool() is None:
+        msg = (
+            f"{session_dir.name}: only raw Neuron files (ntrace.pb / .ntff) and neuron-explorer is not installed "
+            f"here; to see runtime and hardware rows run on the Trn host: {manual_command(session_dir)}"
+        )
+        if has_framework:
+            builder.meta.notes.append(msg)
+            return
+        raise LoadError(session_dir, msg.split(": ", 1)[1])
+    path, fmt = convert(session_dir, cache_dir=cache_dir)
+    kwargs = dict(pid_filter=source.pid, label=f"{session_dir.name} (converted)", instance_hint=source.instance)
+    if fmt == "parquet":
+        load_parquet_export(path, builder, **kwargs)
+    else:
+        load_json_export(path, builder, **kwargs)

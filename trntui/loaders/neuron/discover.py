@@ -6,9 +6,10 @@ sibling `neffs/`, several ranks (one `_pid_` dir each), framework traces named `
 `neuron_trace.json` or `neuron_framework_trace_rank_<N>.json` (in the timestamp dir or its `_pid_` parent),
 Explorer exports (`<Table>*.parquet` directories, `system_profile.json`) inside a session or beside it.
 
-`find_neuron_runs(path)` returns one `Run` per session (rank), named like `rank0 (i-abc_pid_123)`, with the
-loaders for its export (or a conversion of its raw `.pb`/`.ntff` files) in `extra_loaders`. It returns [] when the
-path holds no Neuron evidence, so the generic trace walk runs instead. `scan(path)` gives the full picture for
+`find_neuron_runs(path)` returns one `Run` per session (rank), named like `rank0 (i-abc_pid_123)`, whose `source` (a
+`NeuronSource`: plain data) says what to read besides its framework trace: its export, or its raw `.pb`/`.ntff` files
+to convert, and mapping files (trntui/loaders/neuron/format.py reads them). It returns [] when the path holds no
+Neuron evidence, so the generic trace walk runs instead. `scan(path)` gives the full picture for
 `trntui info`. Nothing here writes to the profile directory.
 
 Built from the documentation only (no Trainium hardware was available); unknown layouts fall back to "any
@@ -22,9 +23,10 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from trntui.loaders.discover import MANIFEST, Run, is_chrome_trace
+from trntui.loaders.discover import MANIFEST, Run, capture_order, read_manifest
+from trntui.loaders.kineto.discover import is_chrome_trace
 
 SESSION_RX = re.compile(r"(?P<inst>i-[0-9a-f]+|[A-Za-z0-9][A-Za-z0-9.-]*?)_pid_(?P<pid>\d+)")
 RANK_TRACE_RX = re.compile(r"neuron_framework_trace_rank_(\d+)\.json(\.gz)?")
@@ -478,11 +480,9 @@ def _check(s: Session) -> None:
 # runs
 # ------------------------------------------------------------------------------------------------------
 def _manifest_for(s: Session, root: Path) -> dict[str, Any]:
-    from trntui.loaders.discover import _manifest
-
     d = s.dir
     while True:
-        m = _manifest(d)
+        m = read_manifest(d)
         if m:
             return m
         if d == root or d.parent == d or not _under(d, root):
@@ -490,18 +490,28 @@ def _manifest_for(s: Session, root: Path) -> dict[str, Any]:
         d = d.parent
 
 
-def _export_loader(e: Export, s: Session) -> Callable[[Any], None]:
-    def load(builder: Any) -> None:
-        if e.format == "parquet":
-            from trntui.loaders.neuron.parquet import load_parquet_export
+@dataclass
+class NeuronSource:
+    """What a Neuron run reads besides its framework trace (plain data, so a `Run` pickles)."""
 
-            load_parquet_export(e.path, builder, pid_filter=s.pid, label=e.path.name, instance_hint=s.instance)
-        else:
-            from trntui.loaders.neuron.json_export import load_json_export
+    session_dir: Path
+    pid: int | None = None
+    instance: str = ""
+    export: Path | None = None
+    """The session's Explorer export (a Parquet directory or a JSON file), when there is one."""
+    export_format: str = ""
+    """"parquet" | "json" ("" without an export)."""
+    raw: bool = False
+    """No export but raw `.pb` / `.ntff` files: converted with neuron-explorer when the run is loaded."""
+    mappings: list[Path] = field(default_factory=list)
+    """torch-neuronx `framework_mapping_*.json` files."""
+    notes: list[str] = field(default_factory=list)
+    """Problems of the session shown with the profile (missing NEFFs, empty NTFFs)."""
 
-            load_json_export(e.path, builder, pid_filter=s.pid, label=e.path.name, instance_hint=s.instance)
-
-    return load
+    @property
+    def extra(self) -> bool:
+        """Reads anything besides the framework trace (else the run loads like a plain Kineto run)."""
+        return bool(self.export or self.raw or self.mappings or self.notes)
 
 
 def read_mapping(path: Path) -> list[tuple[int, int, int, int]]:
@@ -525,41 +535,17 @@ def read_mapping(path: Path) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def _mapping_loader(paths: list[Path]) -> Callable[[Any], None]:
-    def load(builder: Any) -> None:
-        rows = [r for p in paths for r in read_mapping(p)]
-        builder.meta.trace_meta.setdefault("neuron_mapping", []).extend(rows)
-        builder.meta.sources.extend(str(p) for p in paths)
-
-    return load
-
-
-def _notes_loader(notes: list[str]) -> Callable[[Any], None]:
-    def load(builder: Any) -> None:
-        builder.meta.notes.extend(notes)
-
-    return load
-
-
 def run_for(s: Session, root: Path) -> Run:
-    run = Run(name=s.name or s.label, root=s.dir, framework_traces=list(s.framework), manifest=_manifest_for(s, root))
+    source = NeuronSource(session_dir=s.dir, pid=s.pid, instance=s.instance)
     if s.exports:
-        run.extra_loaders.append(_export_loader(s.exports[0], s))
+        source.export, source.export_format = s.exports[0].path, s.exports[0].format
     elif s.raw:
-        from trntui.loaders.neuron.convert import conversion_loader
-
-        run.extra_loaders.append(conversion_loader(s))
-    mappings = [f.path for f in s.files if f.kind == "mapping"]
-    if mappings:
-        run.extra_loaders.append(_mapping_loader(mappings))
-    run.notes = [p for p in s.problems if "NEFF" in p or "empty" in p]
-    if run.notes:
-        run.extra_loaders.append(_notes_loader(list(run.notes)))
-    if s.exports:  # what the loaders read, for the cache's key (a converted raw capture is not cached)
-        export = s.exports[0].path
-        files = sorted(f for f in export.rglob("*") if f.is_file()) if export.is_dir() else [export]
-        run.inputs = list(s.framework) + files + sorted(mappings)
-    return run
+        source.raw = True
+    source.mappings = [f.path for f in s.files if f.kind == "mapping"]
+    notes = [p for p in s.problems if "NEFF" in p or "empty" in p]
+    source.notes = list(notes)
+    return Run(name=s.name or s.label, root=s.dir, framework_traces=list(s.framework), manifest=_manifest_for(s, root),
+               notes=notes, format="neuron", source=source)
 
 
 def find_neuron_runs(path: Path) -> list[Run]:
@@ -577,17 +563,13 @@ def find_neuron_runs(path: Path) -> list[Run]:
             continue
         runs.append(run)
     # unrelated chrome traces keep working (e.g. sample_profiles/ with CUDA and Neuron samples side by side)
-    from trntui.loaders.discover import _manifest
-
     by_dir: dict[Path, list[Path]] = {}
     for p in layout.other_traces:
         by_dir.setdefault(p.parent, []).append(p)
     for d, traces in sorted(by_dir.items()):
-        manifest = _manifest(d)
+        manifest = read_manifest(d)
         if manifest.get("complete") is False:
             continue
         rel = d.relative_to(path)
         runs.append(Run(name=str(rel) if str(rel) != "." else path.name, root=d, framework_traces=sorted(traces), manifest=manifest))
-    from trntui.loaders.discover import capture_order
-
     return sorted(runs, key=capture_order)  # the order the capture ran them (manifest), then by name

@@ -1,0 +1,62 @@
+"""Which files are chrome traces, and the runs a file or directory of them holds (one per directory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trntui.loaders.discover import MANIFEST, Run, capture_order, nearest_manifest
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def is_chrome_trace(path: Path) -> bool:
+    """A `.json`/`.json.gz` file that looks like a chrome trace (not a manifest or an Explorer export)."""
+    name = path.name
+    if not name.endswith(TRACE_SUFFIXES) or name == MANIFEST:
+        return False
+    if name in ("trace.json", "trace.json.gz", "pytorch_trace.json", "neuron_trace.json") or ".pt.trace.json" in name:
+        return True
+    if name.startswith("neuron_framework_trace_rank_"):
+        return True
+    if name.endswith(".gz"):
+        return True
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    stripped = head.lstrip()
+    return stripped[:1] == b"[" or b'"traceEvents"' in head or b'"schemaVersion"' in head
+
+
+def find_kineto_runs(path: Path) -> list[Run]:
+    """A file: one run of it. A directory: one run per directory holding chrome traces (runs whose manifest
+    says the capture did not complete are left out), in capture order; [] when there is none."""
+    if path.is_file():
+        return [Run(name=path.name, root=path.parent, framework_traces=[path])]
+    if not path.is_dir():
+        return []
+    runs: list[Run] = []
+    for directory in sorted({p.parent for p in _walk_traces(path)}):
+        traces = sorted(p for p in directory.iterdir() if p.is_file() and is_chrome_trace(p))
+        if not traces:
+            continue
+        rel = directory.relative_to(path)
+        name = str(rel) if str(rel) != "." else path.name
+        manifest = nearest_manifest(directory, path)
+        if manifest.get("complete") is False:
+            continue
+        runs.append(Run(name=name, root=directory, framework_traces=traces, manifest=manifest))
+    runs.sort(key=capture_order)
+    return runs
+
+
+def _walk_traces(path: Path, max_depth: int = 6) -> list[Path]:
+    out: list[Path] = []
+    base_depth = len(path.parts)
+    for p in sorted(path.rglob("*")):
+        if len(p.parts) - base_depth > max_depth:
+            continue
+        if p.is_file() and is_chrome_trace(p):
+            out.append(p)
+    return out

@@ -1,0 +1,68 @@
+"""The Neuron profile format: sessions found by discover.py, loaded as their framework trace (Kineto) plus the
+system trace of their Explorer export (or a conversion of their raw files) and mapping files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trntui.loaders.discover import Run
+from trntui.loaders.kineto.format import load_traces
+from trntui.loaders.neuron.discover import NeuronSource, find_neuron_runs, read_mapping
+from trntui.loaders.protocol import LoadOptions
+from trntui.model.builder import ProfileBuilder
+
+
+def load_source(source: NeuronSource, builder: ProfileBuilder, options: LoadOptions, *, has_framework: bool) -> None:
+    """Add what a Neuron session holds besides its framework trace: the export's (or converted capture's)
+    system-trace rows, the torch-neuronx mapping rows, the session's notes."""
+    if source.export is not None:
+        kwargs = dict(pid_filter=source.pid, label=source.export.name, instance_hint=source.instance)
+        if source.export_format == "parquet":
+            from trntui.loaders.neuron.parquet import load_parquet_export
+
+            load_parquet_export(source.export, builder, **kwargs)
+        else:
+            from trntui.loaders.neuron.json_export import load_json_export
+
+            load_json_export(source.export, builder, **kwargs)
+    elif source.raw:
+        from trntui.loaders.neuron.convert import load_converted
+
+        load_converted(source, builder, cache_dir=options.cache_dir, has_framework=has_framework)
+    if source.mappings:
+        rows = [r for p in source.mappings for r in read_mapping(p)]
+        builder.meta.trace_meta.setdefault("neuron_mapping", []).extend(rows)
+        builder.meta.sources.extend(str(p) for p in source.mappings)
+    if source.notes:
+        builder.meta.notes.extend(source.notes)
+
+
+class NeuronFormat:
+    """Neuron profile directories: torch-neuronx captures, Explorer exports, raw captures (neuron-formats.md §3)."""
+
+    name = "neuron"
+
+    def find_runs(self, path: Path) -> list[Run]:
+        return find_neuron_runs(path)
+
+    def load(self, run: Run, builder: ProfileBuilder, options: LoadOptions) -> None:
+        source = run.source
+        extra = isinstance(source, NeuronSource) and source.extra
+        load_traces(run.framework_traces, builder, options, alone=not extra)
+        if extra:
+            load_source(source, builder, options, has_framework=bool(run.framework_traces))
+
+    def inputs(self, run: Run) -> list[Path] | None:
+        """The framework trace, every file of the export and the mapping files; None for a converted raw
+        capture (its export is made at load time)."""
+        source = run.source
+        if not isinstance(source, NeuronSource) or not source.extra:
+            return list(run.framework_traces)
+        if source.export is None:
+            return None
+        export = source.export
+        files = sorted(f for f in export.rglob("*") if f.is_file()) if export.is_dir() else [export]
+        return list(run.framework_traces) + files + sorted(source.mappings)
+
+
+FORMAT = NeuronFormat()

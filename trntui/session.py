@@ -1,0 +1,154 @@
+"""Loading a run: the one use-case every shell (CLI commands, the app, bench) calls.
+
+`load_run(run, options)` = the parsed-profile cache (trntui/cache.py) when it holds the run, else the run's
+format reads it (trntui/formats.py) and, when the run is worth caching, the profile and its default key_averages
+table are written to the cache. The options are explicit (`LoadOptions`); without them they come from the
+documented user variables, read here, once per call (trntui/settings.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trntui import cache as profile_cache
+from trntui.errors import LoadError
+from trntui.formats import find_runs, finish, read_run, reporting
+from trntui.loaders.discover import Run
+from trntui.loaders.protocol import LoadOptions
+from trntui.model.profile import Profile
+
+__all__ = ["LoadOptions", "Run", "cached", "find_runs", "load_path", "load_profile", "load_run"]
+
+TABLE = "key_averages"
+"""The cache record holding the default key_averages table (`trntui summary` on a cached run does no analysis)."""
+
+
+def _options(options: LoadOptions | None, cache_flag: bool | None, memory_budget: Any) -> LoadOptions:
+    if options is not None:
+        return options
+    return LoadOptions.from_env(memory_budget=memory_budget, cache=True if cache_flag is None else cache_flag)
+
+
+def load_run(
+    run: Run, options: LoadOptions | None = None, *, cache: bool | None = None, memory_budget: str | int | None = None
+) -> Profile:
+    """Read one run into a `Profile`, through the parsed-profile cache when it is on and the run is worth it.
+
+    `options`: how to load (memory budget, cache, progress, cancel). Without them: `LoadOptions.from_env` with
+    `cache` (default True) and `memory_budget` (bytes, a size string such as `4G`, "none", or None/"auto").
+    Kineto files that do not fit in memory are streamed, and refused when not even that fits (trntui/memory.py).
+    """
+    options = _options(options, cache, memory_budget).resolved()
+    with reporting(options):
+        inputs = run.inputs
+        use_cache = options.cache and options.cache_dir is not None
+        if use_cache:
+            hit = _read_cache(run, options)
+            if hit is not None:
+                return hit
+        profile = read_run(run, options)
+        if use_cache:
+            from trntui.progress import report
+
+            report("writing the cache", 0, 0)
+            if inputs and profile_cache.cacheable(inputs, options.cache_min_bytes):
+                from trntui.analysis.key_averages import key_averages
+
+                table = key_averages(profile)
+                profile_cache.store(inputs, options.cache_dir, profile, records={TABLE: _table_record(table)})
+    return profile
+
+
+def cached(run: Run, options: LoadOptions | None = None) -> Profile | None:
+    """The run's profile from the parsed-profile cache, or None (off, not cacheable, no entry or a stale one)."""
+    options = _options(options, None, None)
+    if not options.cache or options.cache_dir is None:
+        return None
+    return _read_cache(run, options)
+
+
+def _read_cache(run: Run, options: LoadOptions) -> Profile | None:
+    inputs = run.inputs
+    if not inputs or options.cache_dir is None or not profile_cache.cacheable(inputs, options.cache_min_bytes):
+        return None
+    entry = profile_cache.load(inputs, options.cache_dir)
+    if entry is None:
+        return None
+    profile, records = entry
+    finish(run, profile)
+    table = records.get(TABLE)
+    if table is not None:
+        try:
+            _remember_table(profile, table)
+        except (KeyError, TypeError, ValueError, IndexError):  # a record of another shape: recomputed on demand
+            pass
+    return profile
+
+
+def _table_record(table: Any) -> dict[str, Any]:
+    """The default key_averages table as a cache record: its array fields as arrays, `rows_events` as one array
+    plus offsets, every other field as JSON (whatever fields the table has: cache.py stores it as given)."""
+    import dataclasses
+
+    import numpy as np
+
+    arrays: dict[str, np.ndarray] = {}
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(table):
+        value = getattr(table, f.name)
+        if isinstance(value, np.ndarray):
+            arrays[f.name] = value
+        elif isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+            arrays[f.name] = np.concatenate([np.asarray(v, np.int64) for v in value])
+            offsets = np.zeros(len(value) + 1, np.int64)
+            np.cumsum([len(v) for v in value], out=offsets[1:])
+            arrays[f.name + ".offsets"] = offsets
+        else:
+            fields[f.name] = _plain(value)
+    return {"arrays": arrays, "fields": fields}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-able Python values for numpy scalars inside a table's fields (sums are numpy floats)."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _remember_table(profile: Profile, record: dict[str, Any]) -> None:
+    from trntui.analysis.key_averages import OpTable, remember
+
+    arrays, fields = record["arrays"], dict(record["fields"])
+    for name, a in arrays.items():
+        if name.endswith(".offsets"):
+            continue
+        if name + ".offsets" in arrays:
+            b = arrays[name + ".offsets"]
+            fields[name] = [a[b[k] : b[k + 1]] for k in range(len(b) - 1)]
+        else:
+            fields[name] = a
+    table = OpTable(**fields)
+    if any(len(getattr(table, k)) != len(table) for k, v in arrays.items() if not k.endswith(".offsets")):
+        raise ValueError("table columns do not fit the rows")
+    remember(profile, table)
+
+
+def load_profile(path: str | Path, options: LoadOptions | None = None) -> Profile:
+    """Load a trace file, or a directory holding exactly one run."""
+    runs = find_runs(Path(path))
+    if len(runs) > 1:
+        names = ", ".join(r.name for r in runs[:6])
+        raise LoadError(path, f"holds {len(runs)} runs ({names}{', ...' if len(runs) > 6 else ''}); pick one")
+    return load_run(runs[0], options)
+
+
+def load_path(path: str | Path, options: LoadOptions | None = None) -> list[tuple[Run, Profile]]:
+    """Every run under `path`, loaded."""
+    return [(run, load_run(run, options)) for run in find_runs(Path(path))]

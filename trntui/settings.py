@@ -1,0 +1,57 @@
+"""The documented user variables, in one place. Read at the edge only: when a command starts, or when a library
+call is made without explicit `LoadOptions` (`LoadOptions.from_env`); nothing below the edge reads the
+environment, and nothing writes it.
+
+- `TRNTUI_MEMORY_BUDGET`: the default memory budget of a load (`4G`, `800M`, `none`); else 80% of the
+  memory available when the load starts (trntui/memory.py).
+- `TRNTUI_CACHE_DIR`: where the parsed-profile cache, streamed loads' spill files and Neuron conversions live;
+  else `$XDG_CACHE_HOME/trntui`, else `~/.cache/trntui`.
+- `TRNTUI_NO_CACHE=1`: never read or write the parsed-profile cache.
+- `TRNTUI_CACHE_MIN_BYTES`: runs whose inputs are smaller than this are not cached (default 8 MB).
+- `TRNTUI_NO_PROGRESS=1`: no progress line on the terminal.
+- `TRNTUI_DEBUG=1`: unexpected errors show their traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_CACHE_MIN_BYTES = 8 << 20
+
+
+def memory_budget() -> str | None:
+    """`$TRNTUI_MEMORY_BUDGET` as written (a size string), or None when unset or empty."""
+    value = os.environ.get("TRNTUI_MEMORY_BUDGET", "").strip()
+    return value or None
+
+
+def cache_dir() -> Path:
+    """`$TRNTUI_CACHE_DIR`, else `$XDG_CACHE_HOME/trntui`, else `~/.cache/trntui`."""
+    explicit = os.environ.get("TRNTUI_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "trntui"
+
+
+def cache_enabled() -> bool:
+    """False when `$TRNTUI_NO_CACHE` is set to anything but 0."""
+    return os.environ.get("TRNTUI_NO_CACHE", "") in ("", "0")
+
+
+def cache_min_bytes() -> int:
+    try:
+        return int(os.environ.get("TRNTUI_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES))
+    except ValueError:
+        return DEFAULT_CACHE_MIN_BYTES
+
+
+def progress_enabled() -> bool:
+    """False when `$TRNTUI_NO_PROGRESS` is set to anything but 0."""
+    return os.environ.get("TRNTUI_NO_PROGRESS", "") in ("", "0")
+
+
+def debug() -> bool:
+    return bool(os.environ.get("TRNTUI_DEBUG"))
