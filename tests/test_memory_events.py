@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from trntui.analysis.key_averages import key_averages
-from trntui.loaders import load_profile
+from trntui.session import load_profile
 
 from .conftest import run_cli
 
