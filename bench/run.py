@@ -8,6 +8,7 @@
     python bench/run.py --hta --hta-2m  # ... and of the 2M-event trace too (several GB of RAM, minutes)
     python bench/run.py --only neuron   # just the Neuron section (prints; never writes RESULTS.md)
     python bench/run.py --only hta      # just the CPU trace's baselines + the HTA row (prints only)
+    python bench/run.py --only overview # `trntui overview` on the 2M trace vs `summary --no-cache` (prints only)
 
 Inputs are generated under bench/_data/ (git-ignored) by bench/make_inputs.py when missing. Every big case runs
 in a fresh subprocess so its peak RSS (`wait4` rusage of that child) is its own; interactive operations
@@ -70,6 +71,23 @@ def _worker(case: str, path: str) -> dict:
         data, _ = read_bytes(Path(path))
         ev = _trace_decoder.decode(data).traceEvents
         out["events"] = len(ev)
+    elif case == "overview_inprocess":  # load from the cache + the overview, best of 3 in this process
+        os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
+        from trntui.analysis.overview import overview
+        from trntui.loaders import find_runs, load_run
+
+        (run,) = find_runs(Path(path))
+        best = {"load": float("inf"), "overview": float("inf"), "both": float("inf")}
+        for _ in range(3):
+            t0 = time.perf_counter()
+            profile = load_run(run)
+            t1 = time.perf_counter()
+            overview(profile).to_dict()
+            t2 = time.perf_counter()
+            best = {"load": min(best["load"], t1 - t0), "overview": min(best["overview"], t2 - t1),
+                    "both": min(best["both"], t2 - t0)}
+        out["phases"] = best
+        out["cached"] = "cache_entry" in profile.cache
     elif case == "parquet_floor":  # a Neuron profile dir: every Parquet table + the framework trace.json
         import pyarrow.parquet as pq
 
@@ -133,13 +151,18 @@ def _worker(case: str, path: str) -> dict:
 
 def run_worker(case: str, path: Path, env: dict | None = None, python: str | None = None) -> dict:
     """Run a worker (or a CLI command) in a fresh process; wall time and that child's peak RSS."""
+    cli = case.startswith("summary") or case in ("overview_cold", "overview_first", "overview_cached")
     if case.startswith("summary"):
         cmd = [sys.executable, "-m", "trntui.cli", "summary", str(path), "--limit", "20"]
         if case in ("summary_cold", "summary_streamed"):
             cmd.append("--no-cache")
+    elif cli:
+        cmd = [sys.executable, "-m", "trntui.cli", "overview", str(path)]
+        if case == "overview_cold":
+            cmd.append("--no-cache")
     else:
         cmd = [python or sys.executable, str(Path(__file__).resolve()), "--worker", case, str(path)]
-    if case == "summary_first":  # a cache miss that writes the entry: what a first `trntui summary` costs
+    if case in ("summary_first", "overview_first"):  # a cache miss that writes the entry: a first command's cost
         import shutil
 
         os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
@@ -169,7 +192,7 @@ def run_worker(case: str, path: Path, env: dict | None = None, python: str | Non
     marks = [ln for ln in err_b.decode(errors="replace").splitlines() if ln.startswith("BENCH_MAXRSS_KB=")]
     if marks:
         res["maxrss_mb"] = int(marks[-1].split("=", 1)[1]) / 1024
-    if not case.startswith("summary"):
+    if not cli:
         res.update(json.loads(out_b.decode().strip().splitlines()[-1]))
     if case == "summary_streamed" and b"streamed to stay within the memory budget" not in out_b:
         raise RuntimeError("summary_streamed: the load was not streamed")
@@ -550,6 +573,48 @@ def bench_neuron(path: Path, label: str, lines: list[str], notes: list[str]) -> 
     return res
 
 
+def bench_overview(path: Path, label: str, lines: list[str], notes: list[str], quick: bool = False) -> dict:
+    """`trntui overview` on the big trace against `trntui summary --no-cache` measured in the same run: cold
+    (no cache) ≤ 1.2× the summary; from the cache ≤ 1 s. Cold cases alternate (summary, overview, ...) and the
+    best of each counts, so a busy moment on a shared machine does not decide the ratio."""
+    size_mb = path.stat().st_size / 1e6
+    print(f"== overview: {label}: {path.name} ({size_mb:.0f} MB)", file=sys.stderr, flush=True)
+    res: dict = {}
+    reps = 1 if quick else 2
+    for _ in range(reps):
+        for case in ("summary_cold", "overview_cold"):
+            r = run_worker(case, path)
+            if case not in res or r["wall"] < res[case]["wall"]:
+                res[case] = r
+            print(f"   {case}: {r['wall']:.2f} s wall, {r['maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
+    res["overview_first"] = run_worker("overview_first", path)
+    res["overview_cached"] = min((run_worker("overview_cached", path) for _ in range(1 if quick else 3)),
+                                 key=lambda x: x["wall"])
+    res["overview_inprocess"] = run_worker("overview_inprocess", path)
+    for case in ("overview_first", "overview_cached", "overview_inprocess"):
+        print(f"   {case}: {res[case]['wall']:.2f} s wall", file=sys.stderr, flush=True)
+    base = res["summary_cold"]["wall"]
+    lines.append(f"\n### Overview: `{path.name}`, {size_mb:.0f} MB\n")
+    lines.append("| case | wall | CPU | × `summary --no-cache` (wall) | peak RSS | target |")
+    lines.append("|---|---|---|---|---|---|")
+    for case, title, target in (
+        ("summary_cold", "`trntui summary --no-cache` (whole process), the baseline", ""),
+        ("overview_cold", "`trntui overview --no-cache` (whole process)", "≤ 1.2×"),
+        ("overview_first", "`trntui overview`, first run: parse + write cache + kernel args (whole process)", ""),
+        ("overview_cached", "`trntui overview`, cached (whole process)", "≤ 1.0 s"),
+    ):
+        r = res[case]
+        lines.append(f"| {title} | {fmt_s(r['wall'])} | {fmt_s(r['cpu'])} | {r['wall'] / base:.2f}× | "
+                     f"{r['maxrss_mb']:,.0f} MB | {target} |")
+    ph = res["overview_inprocess"].get("phases", {})
+    if ph:
+        lines.append(f"| in-process: cached load {fmt_s(ph['load'])} + overview {fmt_s(ph['overview'])} (best of 3) | "
+                     f"{fmt_s(ph['both'])} | | {ph['both'] / base:.2f}× | | ≤ 1.0 s |")
+        if not res["overview_inprocess"].get("cached"):
+            notes.append("overview in-process: the profile did not come from the cache")
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="CPU trace only, fewer repeats")
@@ -557,7 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
     ap.add_argument("--hta", action="store_true", help="also time HTA's TraceAnalysis load of the CPU trace (own venv)")
     ap.add_argument("--hta-2m", action="store_true", help="with --hta: also HTA on the 2M-event trace (GBs, minutes)")
-    ap.add_argument("--only", choices=("neuron", "hta"), help="run just that section and print it (no RESULTS.md)")
+    ap.add_argument("--only", choices=("neuron", "hta", "overview"),
+                    help="run just that section and print it (no RESULTS.md)")
     ap.add_argument("--worker", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -578,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     neuron = None
     if args.only == "neuron" or (not args.quick and not args.only):
         neuron = make_inputs.ensure("neuron")
-    if args.only == "neuron":
+    if args.only in ("neuron", "overview"):
         files = []
     elif args.only == "hta":
         files = files[:2] if args.hta_2m else files[:1]
@@ -602,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
         if path != cpu_trace:
             print(f"   interactive on {path.name} ...", file=sys.stderr, flush=True)
             inter[path.name] = interactive(path, args.quick)
+    if args.only == "overview" or (not args.quick and not args.only):
+        bench_overview(make_inputs.ensure("2m"), "2M events (HTA ns trace replicated)", lines, notes)
     if neuron is not None:
         bench_neuron(neuron, "Neuron profile, ~2M events (synthetic sample step replicated; Parquet export + trace.json)",
                      lines, notes)

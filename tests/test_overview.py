@@ -422,3 +422,36 @@ def test_cached_run_keeps_kernel_figures_and_gives_the_same_overview(tmp_path, c
     os.utime(trace, ns=(1, 1))  # a changed file: a miss, the entry is rebuilt without the derived arrays
     third = load_run(run)
     assert cache.load_derived(third, "overview_kernels_v1") is None
+
+
+def test_memory_curve_on_a_real_profile_memory_capture(tmp_path):
+    """A profile_memory=True capture: the CPU curve has every [memory] record, its peak is the largest
+    `Total Allocated`, and the op named at the peak is the innermost op around that record (read here from the
+    raw JSON)."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
+    x = torch.randn(64, 256)
+    path = tmp_path / "trace.json"
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, schedule=schedule(wait=0, warmup=1, active=2, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(3):
+            model(x).relu().sum().backward()
+            prof.step()
+    events = json.loads(path.read_text())["traceEvents"]
+    records = [e for e in events if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    assert records
+    peak = max(records, key=lambda e: e["args"]["Total Allocated"])
+    around = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["tid"] == peak["tid"]
+              and e["ts"] <= peak["ts"] <= e["ts"] + e["dur"]]
+    innermost = max(around, key=lambda e: (e["ts"], -e["dur"]))["name"]
+
+    ov = overview(_load(path))
+    cpu = ov.memory.by_device("CPU")
+    assert cpu is not None and cpu.records == len([r for r in records if r["args"].get("Addr") is not None])
+    assert cpu.peak_allocated == peak["args"]["Total Allocated"]
+    assert cpu.peak_op == innermost or cpu.peak_op.endswith(f"({innermost})")
+    assert int(cpu.allocated.max()) == cpu.peak_allocated and np.all(np.diff(cpu.t) >= 0)
+    doc = ov.to_dict()["memory"][0]
+    assert doc["device"] == "CPU" and doc["peak_allocated_bytes"] == cpu.peak_allocated and doc["peak_op"] == cpu.peak_op

@@ -14,7 +14,7 @@ import sys
 
 from trntui import __version__
 
-COMMAND_MODULES = ("summary", "open", "profile", "info", "compare")
+COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare")
 """Each `trntui.commands.<name>` module defines `register(subparsers)`; absent modules are skipped."""
 
 EXIT_USAGE = 2
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-PROGRESS_COMMANDS = ("summary", "compare")
+PROGRESS_COMMANDS = ("summary", "overview", "compare")
 """Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
 
 

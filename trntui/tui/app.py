@@ -79,6 +79,7 @@ class TrntuiApp(App[None]):
         Binding("z", "toggle_maximize", "Maximize", id="maximize"),
         Binding("r", "pick_run", "Runs", id="runs"),
         Binding("c", "compare", "Compare runs", id="compare"),
+        Binding("o", "overview", "Overview", id="overview"),
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 
@@ -424,6 +425,28 @@ class TrntuiApp(App[None]):
         for k, col in enumerate(self.ops.columns):
             out.append((f"Sort by {col.title}", f"key: {k + 1}", lambda key=col.key: self.action_sort(key)))
         return out
+
+    def action_overview(self) -> None:
+        """Why the step is slow: breakdown, device metrics, kernels, recommendations (tui/screens/overview.py);
+        a kernel chosen there is shown on the timeline."""
+        if self.profile is None:
+            self.notify("No profile loaded yet", severity="warning")
+            return
+        from trntui.tui.screens.overview import OverviewScreen
+
+        def chosen(event: int | None) -> None:
+            if event is not None and event >= 0:
+                self.show_event(event)
+
+        self.push_screen(OverviewScreen(self.profile, self.run_name or "", self.steps_spec), chosen)
+
+    def show_event(self, event: int) -> None:
+        """Put event `event` under the timeline cursor, highlighted, and chain it."""
+        ev = np.array([event], np.int64)
+        self.timeline.select(ev, ev)
+        self.timeline.go_to_event(event)
+        self.chain.show_event(event)
+        self._titles()
 
     def action_compare(self) -> None:
         """Compare every run under the path (summary + op diff; trntui.tui.compare)."""

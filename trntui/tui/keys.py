@@ -50,7 +50,9 @@ def _bindings(cls: type) -> list[Binding]:
 def sections() -> list[tuple[str, type]]:
     """(title, class) of everything that has keys, in the order the help lists them."""
     from trntui.tui.app import TrntuiApp
+    from trntui.tui.screens.overview import OverviewScreen
     from trntui.tui.widgets.chain import ChainView
+    from trntui.tui.widgets.kernel_table import KernelTableView
     from trntui.tui.widgets.op_table import OpTableView
     from trntui.tui.widgets.timeline import Timeline
 
@@ -59,12 +61,15 @@ def sections() -> list[tuple[str, type]]:
         ("Ops table", OpTableView),
         ("Timeline", Timeline),
         ("Chain", ChainView),
+        ("Overview (o)", OverviewScreen),
+        ("Overview: kernels", KernelTableView),
     ]
 
 
 MERGED = {
     "sort_column(": "Sort by column n (Name, # Calls, Self CPU, CPU total, Self/total/% device)",
     "target_run(": "Enter opens run #n (#1 is the baseline)",
+    "sort_by_column(": "Sort by column n (Kernel, [Op,] Calls, Total, Mean, Max, Min, Blk/SM, Occ %, TC)",
 }
 """Digit bindings shown as one `1…9` line: action prefix → description."""
 

@@ -23,6 +23,7 @@ from trntui.analysis.overview.device import (
     gpu_metrics,
     neuron_core_metrics,
     tc_eligible_share,
+    tensor_core_names_apply,
 )
 from trntui.analysis.overview.kernels import (
     KernelFacts,
@@ -84,7 +85,9 @@ class Overview:
         return {c: int(self.costs[k, self.categories.index(c)]) for c in self.visible}
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON document (µs floats, percentages 0-100)."""
+        """The stable JSON document (µs floats, percentages 0-100; names from the trace made terminal-safe)."""
+        from trntui.textsafe import safe_text
+
         us = lambda ns: round(float(ns) / 1000.0, 3)  # noqa: E731
         pct = lambda x: None if x is None else round(100.0 * float(x), 2)  # noqa: E731
         steps = [
@@ -120,8 +123,8 @@ class Overview:
             gpu["devices"] = [
                 {
                     "id": m.id,
-                    "label": m.label,
-                    "name": m.name,
+                    "label": safe_text(m.label),
+                    "name": safe_text(m.name),
                     "memory_bytes": m.memory_bytes,
                     "compute_capability": m.compute_capability,
                     "kernels": m.kernels,
@@ -136,11 +139,12 @@ class Overview:
         kernels = []
         kernels_by_op = []
         if self.kernel_tables is not None:
+            known = self.kernel_tables.tensor_cores_known
             for r in self.kernel_tables.by_name:
-                kernels.append(_kernel_row(r, us))
+                kernels.append(_kernel_row(r, us, known))
             for r in self.kernel_tables.by_op:
-                row = _kernel_row(r, us)
-                row["op"] = r.op
+                row = _kernel_row(r, us, known)
+                row["op"] = safe_text(r.op)
                 if r.launch:
                     row["grid"], row["block"], row["registers_per_thread"], row["shared_memory"] = r.launch
                     row["op_tc_eligible"] = r.op_tc_eligible
@@ -169,12 +173,12 @@ class Overview:
             t, a, r = cv.downsample(512)
             memory.append(
                 {
-                    "device": cv.device,
+                    "device": safe_text(cv.device),
                     "records": cv.records,
                     "peak_allocated_bytes": cv.peak_allocated,
                     "peak_reserved_bytes": cv.peak_reserved,
                     "peak_time_us": us(cv.peak_t),
-                    "peak_op": cv.peak_op,
+                    "peak_op": safe_text(cv.peak_op),
                     "curve": {"time_us": [us(x) for x in t.tolist()], "allocated_bytes": a.tolist(), "reserved_bytes": r.tolist()},
                 }
             )
@@ -209,9 +213,11 @@ class Overview:
         return out
 
 
-def _kernel_row(r, us) -> dict[str, Any]:
+def _kernel_row(r, us, tc_known: bool) -> dict[str, Any]:
+    from trntui.textsafe import safe_text
+
     return {
-        "name": r.name,
+        "name": safe_text(r.name),
         "calls": r.calls,
         "total_us": us(r.total_ns),
         "mean_us": round(r.mean_ns / 1000.0, 3),
@@ -219,7 +225,7 @@ def _kernel_row(r, us) -> dict[str, Any]:
         "min_us": us(r.min_ns),
         "blocks_per_sm": None if r.blocks_per_sm is None else round(r.blocks_per_sm, 2),
         "occupancy_pct": None if r.occupancy is None else round(r.occupancy, 2),
-        "tensor_cores": r.tensor_cores,
+        "tensor_cores": r.tensor_cores if tc_known else None,
     }
 
 
@@ -273,14 +279,15 @@ def overview(profile: Profile, steps_spec: str | None = None) -> Overview:
 
     if roles.neuron:
         if len(roles.kernels):
-            devices = neuron_core_metrics(profile, roles.kernels, span)
             from trntui.analysis.links import build_links
 
             ktables = neuron_execution_tables(profile, build_links(profile), roles.kernels, in_steps(roles.kernels))
+            devices = neuron_core_metrics(profile, roles.kernels, span, ktables.executions_per_core)
     elif len(roles.kernels):
         facts = kernel_facts(profile, roles.kernels)
         op_of = kernel_ops(profile, roles, facts.idx)
         ktables = kernel_tables(profile, facts, op_of, in_steps(facts.idx))
+        ktables.tensor_cores_known = tensor_core_names_apply(profile)
         devices = gpu_metrics(profile, facts, op_of, span)
         f = facts
         tc_share = lambda: tc_eligible_share(profile, f, op_of)  # noqa: E731

@@ -34,6 +34,13 @@ def role_ranges(profile: Profile, roles: Roles) -> list[R.Ranges]:
     cached = profile.cache.get("overview_role_ranges")
     if cached is not None:
         return cached
+    from trntui import cache
+
+    stored = cache.load_derived(profile, "overview_ranges_v1")
+    if stored is not None and len(stored) == 2 * len(roles.categories):
+        out = [(stored[f"s{k}"], stored[f"e{k}"]) for k in range(len(roles.categories))]
+        profile.cache["overview_role_ranges"] = out
+        return out
     presorted = profile.time_sorted()
     by_role = np.argsort(roles.role, kind="stable")  # one pass; each category's events stay in time order
     counts = np.bincount(roles.role.astype(np.int64) + 1, minlength=len(roles.categories) + 1)
@@ -46,6 +53,10 @@ def role_ranges(profile: Profile, roles: Roles) -> list[R.Ranges]:
         idx = by_role[bounds[k] : bounds[k + 1]]  # role k sits after the NONE (-1) block
         out.append(R.merge(profile.start[idx], profile.end[idx], presorted=presorted))
     profile.cache["overview_role_ranges"] = out
+    arrays = {}
+    for k, (a, b) in enumerate(out):
+        arrays[f"s{k}"], arrays[f"e{k}"] = a, b
+    cache.save_derived(profile, "overview_ranges_v1", arrays)
     return out
 
 

@@ -217,8 +217,10 @@ def logical_core_of_lanes(profile: Profile) -> np.ndarray:
     return _core_groups(profile)[1]
 
 
-def neuron_core_metrics(profile: Profile, executions: np.ndarray, span: tuple[int, int]) -> DeviceSummary:
-    """Busy share per logical NeuronCore (instance, pid, NC<l>), its physical-core copies merged."""
+def neuron_core_metrics(profile: Profile, executions: np.ndarray, span: tuple[int, int],
+                        per_core: dict[int, int] | None = None) -> DeviceSummary:
+    """Busy share per logical NeuronCore (instance, pid, NC<l>), its physical-core copies merged. `per_core`:
+    logical executions per core (else the rows are counted)."""
     S, E = span
     width = max(E - S, 0)
     keys, of_lane = _core_groups(profile)
@@ -234,7 +236,8 @@ def neuron_core_metrics(profile: Profile, executions: np.ndarray, span: tuple[in
         if len(processes) > 1:
             label = f"PID:{pid}/{label}"
         lanes = [l.label for l in profile.lanes if of_lane[l.id] == g]
-        dm = DeviceMetrics(lnc if lnc >= 0 else g, label, kernels=int(len(k)), lanes=lanes)
+        count = per_core.get(g, len(k)) if per_core is not None else len(k)
+        dm = DeviceMetrics(lnc if lnc >= 0 else g, label, kernels=int(count), lanes=lanes)
         if width > 0:
             busy = R.merge(profile.start[k], profile.end[k])
             dm.busy_ns = int(R.covered(busy, np.array([S]), np.array([E]))[0])

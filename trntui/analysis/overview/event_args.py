@@ -126,26 +126,3 @@ def decode_many(profile: Profile, idx: np.ndarray, struct: type, loose: type | N
                     except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, AttributeError):
                         out.append(struct())
     return out
-
-
-def as_float(values: list[Any], default: float = np.nan) -> np.ndarray:
-    """Numbers as float64 (`default` where missing or not a number; bools are not numbers)."""
-    try:  # fast path: numbers and None (None becomes nan)
-        out = np.array(values, dtype=np.float64)
-        if not np.isnan(default):
-            out[np.isnan(out)] = default
-        if not any(isinstance(v, (bool, str)) for v in values):
-            return out
-    except (TypeError, ValueError):
-        pass
-    out = np.full(len(values), default, np.float64)
-    for k, v in enumerate(values):
-        if v is not None and not isinstance(v, bool):
-            if isinstance(v, (int, float)):
-                out[k] = v
-            else:
-                try:
-                    out[k] = float(v)
-                except (TypeError, ValueError):
-                    pass
-    return out

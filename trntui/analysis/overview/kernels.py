@@ -137,6 +137,10 @@ class KernelTables:
     has_occupancy: bool = False
     tc_used_ratio: float = 0.0
     """Tensor Core kernel time / all kernel time (the plugin's TC pie)."""
+    tensor_cores_known: bool = False
+    """Whether the Tensor Core name patterns apply (NVIDIA kernels): else `tensor_cores` says nothing."""
+    executions_per_core: dict[int, int] = field(default_factory=dict)
+    """Neuron: logical executions per logical NeuronCore (index of `device.logical_core_of_lanes`)."""
 
 
 def _group(keys: np.ndarray, dur: np.ndarray, ev: np.ndarray, bps: np.ndarray, occ: np.ndarray):
@@ -307,4 +311,6 @@ def neuron_execution_tables(profile: Profile, links, executions: np.ndarray, sel
 
     by_name = rows(name_key, False)
     by_op = rows(name_key * (len(profile.names) + 1) + (op_name + 1), True)
-    return KernelTables(by_name, by_op)
+    core = lnc[rep_pos]
+    per_core = dict(zip(*(a.tolist() for a in np.unique(core, return_counts=True))))
+    return KernelTables(by_name, by_op, executions_per_core=per_core)

@@ -1,33 +1,22 @@
 """Memory curve per device from `[memory]` records (tb-plugin-analyses.md §8), as a `profile_memory=True`
 capture writes them: allocated and reserved bytes over time, the peak, and the op that allocated at the peak.
 
-Records come from the instants named `[memory]` (args `Device Type`, `Device Id`, `Addr`, `Bytes`,
-`Total Allocated`, `Total Reserved`). The curve keeps records with an address and both totals, as the plugin
-did; the peak the memory rule compares with the device's memory is over every record. Devices are named as
-the plugin named them (`CPU`, `GPU0`); other device types (the plugin mapped them to None, which broke its
-view) are named after the backend, e.g. `NEURON0`.
+Records come from `Profile.memory_events()` (the `[memory]` instants' `Device Type`, `Device Id`, `Addr`,
+`Bytes`, `Total Allocated`, `Total Reserved`). The curve keeps records with an address, as the plugin did; the
+peak the memory rule compares with the device's memory is over every record. Devices are named as the plugin
+named them (`CPU`, `GPU0`); other device types (the plugin mapped them to None, which broke its view) are named
+after the backend, e.g. `NEURON0`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import msgspec
 import numpy as np
 
-from trntui.analysis.overview.event_args import as_float, decode_many
 from trntui.model.profile import Profile
 
 MEMORY_EVENT = "[memory]"
-
-
-class MemoryArgs(msgspec.Struct):
-    device_type: object = msgspec.field(default=None, name="Device Type")
-    device_id: object = msgspec.field(default=None, name="Device Id")
-    addr: object = msgspec.field(default=None, name="Addr")
-    bytes: object = msgspec.field(default=None, name="Bytes")
-    allocated: object = msgspec.field(default=None, name="Total Allocated")
-    reserved: object = msgspec.field(default=None, name="Total Reserved")
 
 
 @dataclass
@@ -72,55 +61,54 @@ class MemoryReport:
         return next((c for c in self.curves if c.device == name), None)
 
 
-_TYPE_NAMES = {0: "CPU", 1: "GPU"}
-
-
 def device_name(dtype: int, did: int, backend: str) -> str:
-    if dtype == 0:
+    """`CPU`, `GPU0` (CUDA and HIP, as the plugin named them), else the backend: `NEURON0`, `MTIA0`, `XPU0`."""
+    from trntui.model import memory_events as M
+
+    if dtype in M.CPU_MEMORY_TYPES:
         return "CPU"
-    if dtype == 1:
+    if dtype in (M.CUDA, M.HIP):
         return f"GPU{did}"
+    if dtype == M.MTIA:
+        return f"MTIA{did}"
+    if dtype == M.XPU:
+        return f"XPU{did}"
     return f"{backend or 'DEVICE'}{did}"
 
 
 def memory_curves(profile: Profile) -> MemoryReport:
+    """Per device: the curve of its `[memory]` records with an address (the plugin's), the peak over every
+    record, and the op at the peak. Records come from `Profile.memory_events()` (decoded once, shared with
+    key_averages' memory columns)."""
     cached = profile.cache.get("overview_memory")
     if cached is not None:
         return cached
-    nid = profile.name_id(MEMORY_EVENT)
     report = MemoryReport()
-    if nid < 0:
+    if profile.name_id(MEMORY_EVENT) < 0:
         profile.cache["overview_memory"] = report
         return report
-    idx = np.nonzero(profile.name == nid)[0]
-    args = decode_many(profile, idx, MemoryArgs)
-    dtype = as_float([a.device_type for a in args], -1).astype(np.int64)
-    did = as_float([a.device_id for a in args], -1).astype(np.int64)
-    alloc = as_float([a.allocated for a in args])
-    resv = as_float([a.reserved for a in args])
-    has_addr = np.fromiter((a.addr is not None for a in args), bool, count=len(args))
-    t = profile.start[idx]
-    curve_ok = has_addr & np.isfinite(alloc) & np.isfinite(resv)
-    keys = sorted({(int(a), int(b)) for a, b in zip(dtype.tolist(), did.tolist())})
-    for dt, di in keys:
-        on = (dtype == dt) & (did == di)
-        sel = on & curve_ok
-        all_alloc = alloc[on & np.isfinite(alloc)]
+    mem = profile.memory_events()
+    mem = mem.take(~mem.oom)
+    names = np.array([device_name(int(t), int(i), profile.meta.backend)
+                      for t, i in zip(mem.device_type.tolist(), mem.device_id.tolist())], dtype=object)
+    for name in sorted(set(names.tolist()), key=lambda n: (not n.startswith("GPU"), n != "CPU", n)):
+        on = names == name
+        sel = on & (mem.addr != 0)
         if not sel.any():
             continue
-        o = np.argsort(t[sel], kind="stable")
-        ev = idx[sel][o]
-        a = alloc[sel][o].astype(np.int64)
-        r = resv[sel][o].astype(np.int64)
+        ev = mem.event[sel]
+        t = mem.ts[sel]
+        a = mem.total_allocated[sel].astype(np.int64)
+        r = mem.total_reserved[sel].astype(np.int64)
         k = int(np.argmax(a))
+        first = np.nonzero(on)[0][0]
         curve = MemoryCurve(
-            device_name(dt, di, profile.meta.backend), dt, di, t[sel][o], a, r,
-            int(a[k]), int(r.max()), int(t[sel][o][k]), int(ev[k]), records=int(sel.sum()),
-            peak_all_records=int(all_alloc.max()) if len(all_alloc) else int(a[k]),
+            name, int(mem.device_type[first]), int(mem.device_id[first]), t, a, r,
+            int(a[k]), int(r.max()), int(t[k]), int(ev[k]), records=int(sel.sum()),
+            peak_all_records=int(mem.total_allocated[on].max()),
         )
         curve.peak_op, curve.peak_op_event = _op_at(profile, int(ev[k]))
         report.curves.append(curve)
-    report.curves.sort(key=lambda c: (c.device_type != 1, c.device_type, c.device_id))
     profile.cache["overview_memory"] = report
     return report
 

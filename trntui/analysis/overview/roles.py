@@ -209,6 +209,10 @@ def assign_roles(profile: Profile) -> Roles:
     cached = profile.cache.get("overview_roles")
     if cached is not None:
         return cached
+    stored = _stored_roles(profile)
+    if stored is not None:
+        profile.cache["overview_roles"] = stored
+        return stored
     neuron = is_neuron(profile)
     cats = NEURON_CATEGORIES if neuron else KINETO_CATEGORIES
     C = {c: k for k, c in enumerate(cats)}
@@ -257,7 +261,36 @@ def assign_roles(profile: Profile) -> Roles:
     )
     out = Roles(cats, role, neuron, device, launcher, kernels, host_steps, cpu_extent, comm_libs, seen)
     profile.cache["overview_roles"] = out
+    _store_roles(profile, out)
     return out
+
+
+_DERIVED = "overview_roles_v1"
+
+
+def _store_roles(profile: Profile, r: Roles) -> None:
+    """Keep the roles with a cached profile (re-opening it then skips the classification)."""
+    from trntui import cache
+
+    steps = np.array([[s.number, s.start, s.end, s.event] for s in r.host_steps], np.int64).reshape(-1, 4)
+    cache.save_derived(profile, _DERIVED, {
+        "role": r.role, "device": r.device, "launcher": r.launcher, "kernels": r.kernels, "steps": steps,
+        "extent": np.array(r.cpu_extent, np.int64), "neuron": np.array([r.neuron]),
+        "comm_libs": np.array(sorted(r.comm_libs), dtype="U16"),
+    })
+
+
+def _stored_roles(profile: Profile) -> Roles | None:
+    from trntui import cache
+
+    d = cache.load_derived(profile, _DERIVED)
+    if d is None or len(d.get("role", ())) != len(profile):
+        return None
+    neuron = bool(d["neuron"][0])
+    steps = [HostStep(int(a), int(b), int(c), int(e)) for a, b, c, e in d["steps"].tolist()]
+    seen = frozenset(x for x in ("DataParallel.forward", "DistributedDataParallel.forward") if profile.name_id(x) >= 0)
+    return Roles(NEURON_CATEGORIES if neuron else KINETO_CATEGORIES, d["role"], neuron, d["device"], d["launcher"],
+                 d["kernels"], steps, (int(d["extent"][0]), int(d["extent"][1])), set(d["comm_libs"].tolist()), seen)
 
 
 def _by_key(key: np.ndarray, candidates: np.ndarray, queries: np.ndarray, *, last: bool = False) -> np.ndarray:
@@ -286,6 +319,12 @@ def kernel_ops(profile: Profile, roles: Roles, kernels: np.ndarray) -> np.ndarra
     cached = profile.cache.get("overview_kernel_ops")
     if cached is not None and len(cached[0]) == len(kernels) and np.array_equal(cached[0], kernels):
         return cached[1]
+    from trntui import cache
+
+    d = cache.load_derived(profile, "overview_kernel_ops_v1")
+    if d is not None and len(d["kernels"]) == len(kernels) and np.array_equal(d["kernels"], kernels):
+        profile.cache["overview_kernel_ops"] = (kernels, d["ops"])
+        return d["ops"]
     pos = np.searchsorted(roles.device, kernels)
     pos = np.minimum(pos, max(len(roles.device) - 1, 0))
     ok = (roles.device[pos] == kernels) if len(roles.device) else np.zeros(len(kernels), bool)
@@ -304,6 +343,7 @@ def kernel_ops(profile: Profile, roles: Roles, kernels: np.ndarray) -> np.ndarra
 
         out[broken] = build_links(profile).op_of[kernels[broken]]
     profile.cache["overview_kernel_ops"] = (kernels, out)
+    cache.save_derived(profile, "overview_kernel_ops_v1", {"kernels": kernels, "ops": out})
     return out
 
 

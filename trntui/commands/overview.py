@@ -1,0 +1,73 @@
+"""`trntui overview PATH`: why the step is slow — step-time breakdown, device metrics, kernels, memory,
+recommendations (trntui.analysis.overview; docs/overview.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "overview",
+        help="print the step-time breakdown, device metrics, kernels and recommendations of a trace",
+        description="The TensorBoard profiler plugin's overview, from a trace.json(.gz) or a profile directory "
+        "(every run in it): step time by category (Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, "
+        "CPU Exec, Other; NeuronCore, Runtime, Framework, ... on Neuron), GPU utilization / est. SM efficiency / "
+        "est. achieved occupancy / Tensor Core share (NeuronCore busy), the kernel table, computation/communication "
+        "overlap, memory peaks and recommendations. --format json is a stable interface (docs/overview.md); csv "
+        "is the step breakdown.",
+    )
+    p.add_argument("path", help="trace file or profile directory")
+    p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
+    p.add_argument("--steps", metavar="N-M", help="only these ProfilerStep#N steps, e.g. 3-5 or 3,7-9 (breakdown, "
+                   "averages, metrics and kernels over them)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="parse the trace again instead of using (and writing) the parsed-profile cache")
+    from trntui.cli import add_memory_budget_option
+
+    add_memory_budget_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from trntui.analysis.overview import overview
+    from trntui.errors import LoadError, TrntuiError
+    from trntui.loaders import find_runs, load_run
+    from trntui.progress import finished
+    from trntui.report_overview import json_document, render
+    from trntui.textsafe import safe_text
+
+    runs = find_runs(Path(args.path))
+    many = len(runs) > 1
+    docs = []
+    failures = 0
+    for k, run_ in enumerate(runs):
+        try:
+            profile = load_run(run_, cache=not args.no_cache)
+            ov = overview(profile, args.steps)
+        except (LoadError, TrntuiError) as exc:
+            if not many:
+                raise
+            finished()
+            failures += 1
+            print(f"trntui: error: {safe_text(run_.name)}: {safe_text(exc)}", file=sys.stderr)
+            continue
+        finished()
+        title = run_.name if many else None
+        if args.format == "json":
+            docs.append(json_document(ov, title))
+            continue
+        out = render(ov, args.format, title)
+        if args.format == "csv" and k > 0 and docs is not None and out:
+            out = out.split("\n", 1)[1]  # one header for all runs
+        sys.stdout.write(out)
+        if many and args.format in ("table", "markdown") and k < len(runs) - 1:
+            sys.stdout.write("\n")
+    if args.format == "json" and docs:
+        doc = {"runs": docs} if many else docs[0]
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    return 2 if failures and failures == len(runs) else 0

@@ -1,0 +1,340 @@
+"""The overview's kernel table: per kernel name, or per kernel × launching op, as a virtualised Line-API view.
+
+Sortable (`s` cycles the column, `S` reverses, digits pick a column), filterable (`/`, a regex on kernel and op
+names), `v` switches between the two tables, Enter asks to show the row's longest instance on the timeline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from trntui.textsafe import safe_text
+from trntui.tui.messages import PaneTitleChanged
+
+if TYPE_CHECKING:
+    from trntui.analysis.overview.kernels import KernelRow, KernelTables
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    width: int
+    """0: a name column (shares the rest of the width)."""
+    numeric: bool = True
+
+
+def format_us(ns: float) -> str:
+    """A duration for a table cell: µs below 1 ms, else ms/s, three significant decimals at most."""
+    us = ns / 1000.0
+    if us < 1000:
+        return f"{us:,.1f}us"
+    if us < 1_000_000:
+        return f"{us / 1000:,.2f}ms"
+    return f"{us / 1_000_000:,.2f}s"
+
+
+def _value(row: "KernelRow", key: str):
+    if key == "mean_ns":
+        return row.mean_ns
+    return getattr(row, key)
+
+
+def _cell(row: "KernelRow", key: str) -> str:
+    v = _value(row, key)
+    if key in ("name", "op"):
+        return safe_text(v)
+    if key == "calls":
+        return f"{v:,}"
+    if key.endswith("_ns"):
+        return format_us(v)
+    if key == "tensor_cores":
+        return "yes" if v else "no"
+    if v is None:
+        return "-"
+    return f"{v:.2f}"
+
+
+def _fit(text: str, width: int, right: bool) -> str:
+    if len(text) > width:
+        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
+    return text.rjust(width) if right else text.ljust(width)
+
+
+class KernelTableView(ScrollView, can_focus=True):
+    """Kernel rows drawn line by line from `KernelTables`."""
+
+    ALLOW_MAXIMIZE = True
+    HELP = "Kernels: per kernel name, or per kernel × op (v). Enter shows the longest instance on the timeline."
+
+    BINDINGS = [
+        Binding("down,j", "cursor(1)", "Down", show=False, id="kernels-down"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="kernels-up"),
+        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False, id="kernels-page-down"),
+        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False, id="kernels-page-up"),
+        Binding("home,g", "jump(0)", "First row", show=False, id="kernels-top"),
+        Binding("end,G", "jump(-1)", "Last row", show=False, id="kernels-bottom"),
+        Binding("enter", "choose", "Show longest on timeline", id="kernels-choose"),
+        Binding("s", "cycle_sort", "Sort column", id="kernels-sort-next"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="kernels-sort-reverse"),
+        Binding("v", "toggle_by_op", "By name / by op", id="kernels-by-op"),
+        Binding("slash", "filter", "Filter", id="kernels-filter"),
+    ] + [
+        Binding(str(k + 1), f"sort_by_column({k})", f"Sort by column {k + 1}", show=False, id=f"kernels-sort-{k + 1}")
+        for k in range(9)
+    ]
+
+    COMPONENT_CLASSES = {"kernel-table--header", "kernel-table--cursor"}
+    DEFAULT_CSS = """
+    KernelTableView { scrollbar-size-vertical: 1; overflow-x: hidden; }
+    KernelTableView > .kernel-table--header { text-style: bold; color: $text-accent; }
+    KernelTableView > .kernel-table--cursor { background: $block-cursor-blurred-background; }
+    KernelTableView:focus > .kernel-table--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    """
+
+    class KernelChosen(Message):
+        """Enter on a row: show event `event` (the row's longest instance) on the timeline."""
+
+        def __init__(self, view: "KernelTableView", event: int, row: "KernelRow") -> None:
+            super().__init__()
+            self.view = view
+            self.event = event
+            self.row = row
+
+        @property
+        def control(self) -> "KernelTableView":
+            return self.view
+
+    class FilterRequested(Message):
+        """`/` pressed: the screen should open its filter box."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.tables: KernelTables | None = None
+        self.by_op = False
+        self.columns: list[Column] = []
+        self.sort_index = 0
+        self.descending = True
+        self.pattern: re.Pattern[str] | None = None
+        self.view: list[int] = []
+        self.cursor = 0
+        self._version = 0
+        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._styles_of: tuple[object, dict[str, Style]] = (None, {})
+
+    # -- data ------------------------------------------------------------------------------------
+    @property
+    def rows(self) -> list["KernelRow"]:
+        if self.tables is None:
+            return []
+        return self.tables.by_op if self.by_op else self.tables.by_name
+
+    def set_tables(self, tables: "KernelTables | None") -> None:
+        self.tables = tables
+        self._columns()
+        self.sort_index = next(i for i, c in enumerate(self.columns) if c.key == "total_ns")
+        self.descending = True
+        self._rebuild()
+
+    def _columns(self) -> None:
+        cols = [Column("name", "Kernel", 0, numeric=False)]
+        if self.by_op:
+            cols.append(Column("op", "Op", 0, numeric=False))
+        cols += [
+            Column("calls", "Calls", 8),
+            Column("total_ns", "Total", 10),
+            Column("mean_ns", "Mean", 10),
+            Column("max_ns", "Max", 10),
+            Column("min_ns", "Min", 10),
+        ]
+        t = self.tables
+        if t is not None and t.has_blocks_per_sm:
+            cols.append(Column("blocks_per_sm", "Blk/SM", 7))
+        if t is not None and t.has_occupancy:
+            cols.append(Column("occupancy", "Occ %", 6))
+        if t is not None and t.tensor_cores_known:
+            cols.append(Column("tensor_cores", "TC", 3))
+        self.columns = cols
+
+    @property
+    def title(self) -> str:
+        if self.tables is None:
+            return "Kernels"
+        col = self.columns[self.sort_index]
+        what = "Kernels × op" if self.by_op else "Kernels"
+        text = f"{what} · sort: {col.title} {'↓' if self.descending else '↑'} · {len(self.view)}/{len(self.rows)} rows"
+        if self.pattern is not None:
+            text += f" · filter: /{safe_text(self.pattern.pattern)}/"
+        return text
+
+    def _rebuild(self) -> None:
+        rows = self.rows
+        order = list(range(len(rows)))
+        if rows and self.columns:
+            col = self.columns[self.sort_index]
+            if col.numeric:
+                vals = np.array([(_value(r, col.key) if _value(r, col.key) is not None else -1.0) for r in rows], np.float64)
+                idx = np.argsort(-vals if self.descending else vals, kind="stable")
+            else:
+                keys = np.array([str(_value(r, col.key)).lower() for r in rows], dtype=object)
+                idx = np.argsort(keys, kind="stable")
+                if self.descending:
+                    idx = idx[::-1]
+            order = idx.tolist()
+        if self.pattern is not None:
+            s = self.pattern.search
+            order = [k for k in order if s(rows[k].name) or (self.by_op and s(rows[k].op))]
+        self.view = order
+        self.cursor = min(self.cursor, max(len(order) - 1, 0))
+        self._version += 1
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(order) + 1)
+        self.post_message(PaneTitleChanged(self))
+        self._scroll_cursor_visible()
+        self.refresh()
+
+    def set_filter(self, pattern: str) -> None:
+        self.pattern = re.compile(pattern, re.IGNORECASE) if pattern else None
+        self.cursor = 0
+        self._rebuild()
+
+    def sort_by(self, key: str, descending: bool | None = None) -> None:
+        keys = [c.key for c in self.columns]
+        if key in keys:
+            self.sort_index = keys.index(key)
+            self.descending = (key not in ("name", "op")) if descending is None else descending
+            self.cursor = 0
+            self._rebuild()
+
+    def row_text(self, position: int) -> str:
+        return self._render_row(position, self.size.width or 100).text
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        if self.view:
+            self.cursor = int(np.clip(self.cursor + delta, 0, len(self.view) - 1))
+            self._scroll_cursor_visible()
+            self.refresh()
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.size.height - 2, 1))
+
+    def action_jump(self, where: int) -> None:
+        self.cursor = 0 if where == 0 else max(len(self.view) - 1, 0)
+        self._scroll_cursor_visible()
+        self.refresh()
+
+    def action_choose(self) -> None:
+        if self.view:
+            row = self.rows[self.view[self.cursor]]
+            if row.longest >= 0:
+                self.post_message(self.KernelChosen(self, row.longest, row))
+
+    def action_cycle_sort(self) -> None:
+        if self.columns:
+            self.sort_by(self.columns[(self.sort_index + 1) % len(self.columns)].key)
+
+    def action_reverse_sort(self) -> None:
+        self.descending = not self.descending
+        self._rebuild()
+
+    def action_sort_by_column(self, index: int) -> None:
+        if 0 <= index < len(self.columns):
+            self.sort_by(self.columns[index].key)
+
+    def action_toggle_by_op(self) -> None:
+        key = self.columns[self.sort_index].key if self.columns else "total_ns"
+        self.by_op = not self.by_op
+        self._columns()
+        keys = [c.key for c in self.columns]
+        self.sort_index = keys.index(key) if key in keys else keys.index("total_ns")
+        self.cursor = 0
+        self._rebuild()
+
+    def action_filter(self) -> None:
+        self.post_message(self.FilterRequested())
+
+    # -- rendering -------------------------------------------------------------------------------
+    def _scroll_cursor_visible(self) -> None:
+        visible = max(self.size.height - 1, 1)
+        top = int(self.scroll_offset.y)
+        if self.cursor < top:
+            top = self.cursor
+        elif self.cursor >= top + visible:
+            top = self.cursor - visible + 1
+        if top != int(self.scroll_offset.y):
+            self.scroll_to(y=top, animate=False, immediate=True)
+
+    def _widths(self, width: int) -> list[int]:
+        fixed = sum(c.width + 1 for c in self.columns if c.width)
+        names = [c for c in self.columns if not c.width]
+        free = max(width - fixed - (len(names) - 1), 8 * len(names))
+        if len(names) == 2:  # kernel and op: the op gets a third
+            op = max(free // 3, 8)
+            return [c.width or (free - op if c.key == "name" else op) for c in self.columns]
+        return [c.width or free for c in self.columns]
+
+    def _styles(self) -> dict[str, Style]:
+        key = (self.app.theme, self.has_focus)
+        if self._styles_of[0] != key:
+            base = self.rich_style
+            self._styles_of = (key, {"base": base,
+                                     "header": base + self.get_component_rich_style("kernel-table--header"),
+                                     "cursor": base + self.get_component_rich_style("kernel-table--cursor")})
+        return self._styles_of[1]
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles_of = (None, {})
+        self._cache.clear()
+
+    def _render_row(self, position: int, width: int) -> Strip:
+        styles = self._styles()
+        if position >= len(self.view):
+            return Strip.blank(width, styles["base"])
+        row = self.rows[self.view[position]]
+        cells = [_fit(_cell(row, c.key), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
+        style = styles["cursor"] if position == self.cursor else styles["base"]
+        return Strip([Segment(" ".join(cells), style)]).crop_extend(0, width, style)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width or self.size.width
+        styles = self._styles()
+        if self.tables is None or not self.columns:
+            text = "no kernels in this profile" if y == 0 else ""
+            return Strip([Segment(text, styles["base"])]).crop_extend(0, width, styles["base"])
+        if y == 0:
+            cells = []
+            for i, (c, w) in enumerate(zip(self.columns, self._widths(width))):
+                t = c.title + (("↓" if self.descending else "↑") if i == self.sort_index else "")
+                cells.append(_fit(t, w, c.numeric))
+            return Strip([Segment(" ".join(cells), styles["header"])]).crop_extend(0, width, styles["base"])
+        position = int(self.scroll_offset.y) + y - 1
+        key = (position, position == self.cursor, self.has_focus, width, self._version)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._render_row(position, width)
+            self._cache[key] = strip
+        return strip
+
+    def on_resize(self) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.view) + 1)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
