@@ -74,7 +74,7 @@ def _worker(case: str, path: str) -> dict:
     elif case == "overview_inprocess":  # load from the cache + the overview, best of 3 in this process
         os.environ["TRNTUI_CACHE_DIR"] = str(CACHE_DIR)
         from trntui.analysis.overview import overview
-        from trntui.loaders import find_runs, load_run
+        from trntui.session import find_runs, load_run
 
         (run,) = find_runs(Path(path))
         best = {"load": float("inf"), "overview": float("inf"), "both": float("inf")}

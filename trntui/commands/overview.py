@@ -36,18 +36,19 @@ def run(args: argparse.Namespace) -> int:
 
     from trntui.analysis.overview import overview
     from trntui.errors import LoadError, TrntuiError
-    from trntui.loaders import find_runs, load_run
     from trntui.progress import finished
+    from trntui.session import LoadOptions, find_runs, load_run
     from trntui.report_overview import json_document, render
     from trntui.textsafe import safe_text
 
+    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not args.no_cache)
     runs = find_runs(Path(args.path))
     many = len(runs) > 1
     docs = []
     failures = 0
     for k, run_ in enumerate(runs):
         try:
-            profile = load_run(run_, cache=not args.no_cache)
+            profile = load_run(run_, options)
             ov = overview(profile, args.steps)
         except (LoadError, TrntuiError) as exc:
             if not many:

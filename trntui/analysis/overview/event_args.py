@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trntui.model.args import ArgsStore, Blobs
+from trntui.model.args import raw_many
 from trntui.model.profile import Profile
 
 
@@ -71,33 +71,9 @@ class LooseKernelArgs(msgspec.Struct):
         )
 
 
-_EMPTY = b"{}"
-
-
 def raw_args(profile: Profile, idx: np.ndarray) -> list[Any]:
-    """The raw args bytes (or a memoryview of them) of events `idx`, `{}` where an event has none."""
-    store = profile.args_raw
-    if isinstance(store, ArgsStore):
-        a = store.starts[idx].tolist()
-        b = store.ends[idx].tolist()
-        blob = store.blob
-        if isinstance(blob, Blobs):
-            k = (np.searchsorted(blob.bounds, store.starts[idx], side="right") - 1).tolist()
-            base = blob.bounds.tolist()
-            views = [memoryview(x) if not isinstance(x, np.ndarray) else memoryview(x).cast("B") for x in blob.blobs]
-            return [views[j][s - base[j] : e - base[j]] if e > s else _EMPTY for j, s, e in zip(k, a, b)]
-        mv = memoryview(blob) if not isinstance(blob, np.ndarray) else memoryview(np.ascontiguousarray(blob)).cast("B")
-        return [mv[s:e] if e > s else _EMPTY for s, e in zip(a, b)]
-    out: list[Any] = []
-    for i in idx.tolist():
-        raw = store[i] if i < len(store) else None
-        if raw is None:
-            out.append(_EMPTY)
-        elif isinstance(raw, dict):
-            out.append(msgspec.json.encode(raw))
-        else:
-            out.append(raw)
-    return out
+    """The raw args bytes (memoryviews, no copies) of events `idx`, `{}` where an event has none."""
+    return raw_many(profile.args_raw, idx)
 
 
 def decode_many(profile: Profile, idx: np.ndarray, struct: type, loose: type | None = None) -> list[Any]:
