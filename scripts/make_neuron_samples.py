@@ -15,7 +15,8 @@ leave next to a TorchNeuron capture):
     <variant>/
       trntui.json                                  # manifest: {"synthetic": true, ...}
       i-0a1b2c3d4e5f60718_pid_<pid>/<timestamp>/trace.json
-      explorer_parquet/SystemProfileEvents.parquet (+ SystemProfileMetadata, CpuUsage, HostMemUsage, Metadata)
+      explorer_parquet/SystemProfileEvents.parquet (+ SystemProfileMetadata, CpuUsage, HostMemUsage,
+                       SystemProfileHbmUsage, Metadata)
 
 The `.pb` / `.ntff` / `.neff` files of a real capture are not included (they are binary with no public schema).
 Tests import this module to build other layouts (JSON export, several ranks, raw captures) in temporary dirs.
@@ -54,6 +55,8 @@ class Op:
     self_us: float
     device_us: float | None = None
     stream_name: str | None = None
+    """Name of the op's device-interaction row (PrivateUse1 driver; Explorer's framework/Stream lane): the op's
+    overload, never the op's own name (torch would count such a CPU-typed row as a second call of the op)."""
     children: list["Op"] = field(default_factory=list)
     copy_in: bool = False
     """The op copies a host scalar to the device (nrt_tensor_write + dmem_buf_copyin), like `aten::copy_`."""
@@ -79,22 +82,22 @@ def variant_ops(variant: str) -> list[Op]:
             Op("aten::mul", 20.3, 388.1, "aten::mul.Tensor", [_empty()]),
             Op("aten::mean", 21.1, 340.8, "aten::mean.dim", [_empty()]),
             Op("aten::add", 26.6, 434.6, "aten::add.Tensor", [scalar_to, _empty()]),
-            Op("aten::rsqrt", 15.6, 415.0, "aten::rsqrt", [_empty()]),
+            Op("aten::rsqrt", 15.6, 415.0, "aten::rsqrt.default", [_empty()]),
             Op("aten::mul", 20.3, 388.3, "aten::mul.Tensor", [_empty()]),
             Op("aten::mul", 20.3, 388.1, "aten::mul.Tensor", [_empty()]),
         ]
     if variant == "fused":
-        fused = Op("aten::_fused_rms_norm", 47.6, 403.3, "aten::_fused_rms_norm", [_empty(1.9)])
+        fused = Op("aten::_fused_rms_norm", 47.6, 403.3, "aten::_fused_rms_norm.default", [_empty(1.9)])
         return [Op("aten::rms_norm", 5.4, children=[fused])]
     if variant == "compiled":
-        region = Op("Torch-Compiled Region: 0/0", 98.4, 375.5, "Torch-Compiled Region: 0/0", [_empty(2.2)])
+        region = Op("Torch-Compiled Region: 0/0", 98.4, 375.5, "neuron::graph_0_0", [_empty(2.2)])
         return [Op("TorchDynamo Cache Lookup", 3.1), region]
     raise ValueError(f"unknown variant {variant!r} (naive, fused, compiled)")
 
 
 VARIANTS = ("naive", "fused", "compiled")
 PIDS = {"naive": 51001, "fused": 51002, "compiled": 51003}
-MODEL_IDS = {"aten::mul.Tensor": 10001, "aten::mean.dim": 10002, "aten::add.Tensor": 10003, "aten::rsqrt": 10004}
+MODEL_IDS = {"aten::mul.Tensor": 10001, "aten::mean.dim": 10002, "aten::add.Tensor": 10003, "aten::rsqrt.default": 10004}
 
 
 @dataclass
@@ -111,6 +114,7 @@ class Capture:
     host_mem: list[dict[str, Any]]
     schema_meta: list[dict[str, Any]]
     device_profile_list: list[dict[str, Any]] = field(default_factory=list)
+    hbm_usage: list[dict[str, Any]] = field(default_factory=list)
 
 
 def ns(us: float) -> int:
@@ -125,15 +129,28 @@ def build_capture(
     base_ns: int = BASE_NS,
     rank: int | None = None,
     lnc: int = 2,
-    privateuse1_rows: bool = False,
+    privateuse1_rows: bool = True,
+    explorer_ops: bool = True,
+    explorer_categories: bool = True,
     drop_flow_for: int | None = None,
 ) -> Capture:
     """Build one capture.
 
-    `privateuse1_rows`: trace.json also carries `privateuse1_driver` rows (with External id) that duplicate the
-    system trace's framework Stream rows (the other documented torch-neuronx behaviour). `drop_flow_for`: the
-    k-th device execution loses its flow ids on the hardware rows (a broken link, for tests). `lnc`: physical
-    cores per logical core (one `nc_exec_running` row per physical core).
+    trace.json (Kineto) holds, per op, the `cpu_op` row and (`privateuse1_rows`, the default) the documented
+    PrivateUse1 rows: a `privateuse1_runtime` dispatch row named like its op, nested in it and holding the op's
+    children (so torch's duplicate-node merge folds it into the op), and a `privateuse1_driver` row (the device
+    interaction, named like the op's overload, on the stream's thread, spanning until the device finished); both
+    carry the op's `External id` (kineto writes it for linked activities).
+
+    The Explorer export's `SystemProfileEvents` holds the runtime/hardware rows and the framework rows that
+    Explorer copies from trace.json (docs: dispatch on `framework/TID` lanes, device interaction on
+    `framework/Stream` lanes with `framework_stream_id` = the driver event's thread id): copies of the op rows
+    (`explorer_ops`), of the dispatch rows (flow ids on them, or on the op copy when there are no PrivateUse1
+    rows) and of the driver rows (flow ids, `nrt_sequence_id`). `explorer_categories` puts the Kineto category
+    of each copy in `extra_attributes_json` (`category`); whether Explorer keeps it is not documented.
+
+    `drop_flow_for`: the k-th device execution loses its flow ids on the hardware rows (a broken link, for
+    tests). `lnc`: physical cores per logical core (one `nc_exec_running` row per physical core).
     """
     pid = pid if pid is not None else PIDS.get(variant, 51000)
     tid = pid
@@ -168,9 +185,12 @@ def build_capture(
         flows: list[int] | None = None,
         stream: str | None = None,
         extra: dict[str, Any] | None = None,
+        category: str | None = None,
     ) -> None:
         s = base_ns + ns(start_us)
         e = base_ns + ns(end_us)
+        if category and explorer_categories:
+            extra = {"category": category, **(extra or {})}
         system.append(
             {
                 "id": sid(),
@@ -191,29 +211,47 @@ def build_capture(
             }
         )
 
+    def framework(name: str, cat: str, start_us: float, dur_us: float, args: dict[str, Any], *, t: int = tid,
+                  flows: list[int] | None = None, stream: str | None = None, extra: dict[str, Any] | None = None,
+                  copy: bool = True) -> None:
+        """A trace.json row and Explorer's copy of it (framework rows of the system trace)."""
+        kin(name, cat, start_us, dur_us, args, t)
+        if copy:
+            sysrow(name, "framework", start_us, start_us + dur_us, thread=t, flows=flows, stream=stream, extra=extra,
+                   category=cat)
+
     def place(op: Op, start_us: float) -> float:
         """Emit `op` (and its children) starting at `start_us`; returns its end."""
         ext_counter[0] += 1
         ext = ext_counter[0]
         total = op.total_us()
         end_us = start_us + total
-        kin(op.name, op.cat, start_us, total, {"External id": ext, "Record function id": 0, "Ev Idx": len(kineto)})
-        lead = round(op.self_us * 0.4, 3)
-        cursor = start_us + lead
-        for child in op.children:
-            cursor = place(child, cursor)
+        # the op's self time: a quarter before its dispatch row, half inside it (around the children), a quarter after
+        q = round(op.self_us * 0.25, 3)
+        device = op.device_us is not None
+        dispatch = device and privateuse1_rows
         flows: list[int] = []
-        if op.device_us is not None:
+        if device or op.copy_in:
             flow_counter[0] += 1
             flows = [flow_counter[0]]
+        op_flows = flows if (op.copy_in or (device and not privateuse1_rows)) else None
+        framework(op.name, op.cat, start_us, total, {"External id": ext, "Record function id": 0, "Ev Idx": len(kineto)},
+                  flows=op_flows, copy=explorer_ops or op_flows is not None)
+        if dispatch:
+            d0, d1 = start_us + q, end_us - q
+            framework(op.name, "privateuse1_runtime", d0, d1 - d0, {"External id": ext}, flows=flows)
+        cursor = start_us + 2 * q
+        for child in op.children:
+            cursor = place(child, cursor)
+        if device:
             state["seq"] += 1
             seq = state["seq"]
             exec_counter[0] += 1
             k = exec_counter[0]
             model_id = MODEL_IDS.get(op.stream_name or "", 10010 + len(MODEL_IDS))
             model_name = f"/var/tmp/neuron-compile-cache/neuronxcc-2.21/MODULE_{model_id}_8417/model.neff"
-            # framework device interaction (PrivateUse1 driver) on the stream lane
-            drv_start = start_us + lead * 0.5
+            # framework device interaction (PrivateUse1 driver) on the stream lane, until the device finished
+            drv_start = cursor + q * 0.5  # launched after the op allocated its output, inside its dispatch row
             sched_start = drv_start + 1.1
             sched_end = sched_start + 4.2
             submit_start = sched_end + 1.3
@@ -224,10 +262,13 @@ def build_capture(
             post_end = hw_end + 1.6 + 3.7
             drv_end = post_end + 1.0
             seqx = {"nrt_sequence_id": seq}
-            sysrow(op.name, "framework", start_us, end_us, thread=tid, flows=flows)
-            sysrow(op.stream_name or op.name, "framework", drv_start, drv_end, thread=tid, flows=flows, stream=STREAM, extra=seqx)
+            drv_name = op.stream_name or op.name
             if privateuse1_rows:
-                kin(op.stream_name or op.name, "privateuse1_driver", drv_start, drv_end - drv_start, {"External id": ext}, t=int(STREAM))
+                framework(drv_name, "privateuse1_driver", drv_start, drv_end - drv_start, {"External id": ext}, t=int(STREAM),
+                          flows=flows, stream=STREAM, extra=seqx)
+            else:  # Explorer's device-interaction row without a trace.json driver row (older torch-neuronx)
+                sysrow(drv_name, "framework", drv_start, drv_end, thread=int(STREAM), flows=flows, stream=STREAM, extra=seqx,
+                       category="privateuse1_driver")
             sysrow("nrta_execute_schedule", "neuron_rt", sched_start, sched_end, thread=tid, nc=0, flows=flows, stream=STREAM,
                    extra={**seqx, "model_id": model_id})
             sysrow("nrt_model_submit", "neuron_rt", submit_start, submit_start + 6.1, thread=rt_tid, nc=0, stream=STREAM,
@@ -242,10 +283,7 @@ def build_capture(
                        extra={"exec_id": k, "model_id": model_id, "model_name": model_name, "device_core_idx": p, "lnc_idx": 0})
             sysrow("kbl_exec_post", "neuron_rt", hw_end + 1.6, post_end, thread=rt_tid, nc=0, stream=STREAM, extra=seqx)
         if op.copy_in:
-            flow_counter[0] += 1
-            flows = [flow_counter[0]]
-            sysrow(op.name, "framework", start_us, end_us, thread=tid, flows=flows)
-            w0 = start_us + lead + 0.8
+            w0 = start_us + 2 * q + 0.8
             sysrow("nrt_tensor_write", "neuron_rt", w0, w0 + 4.1, thread=tid, nc=0, flows=flows,
                    extra={"size": "4", "tensor_id": f"{pid}0042", "tensor_name": "scalar_epsilon"})
             sysrow("dmem_buf_copyin", "neuron_rt", w0 + 0.9, w0 + 3.2, thread=tid, nc=0, flows=flows, extra={"size": "4"})
@@ -258,6 +296,8 @@ def build_capture(
     step_end = max(t, state["hw_free"] + 20.0)
     kineto.insert(0, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": pid, "tid": tid,
                       "ts": step_start, "dur": round(step_end - step_start, 3), "args": {"External id": 1, "Record function id": 0}})
+    if explorer_ops:
+        sysrow("ProfilerStep#3", "framework", step_start, round(step_end, 3), thread=tid, category="user_annotation")
     kineto.insert(0, {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
                       "ts": 0.0, "dur": round(step_end + 10.0, 3), "args": {"Op count": 0}})
     kineto += [
@@ -291,13 +331,28 @@ def build_capture(
             "hbm_capacity_bytes": 25769803776,
         }
     ]
-    cpu_usage = [
-        {"timestamp": base_ns, "util_percent": 7.5, "cpu_id": "average", "instance_id": instance},
-        {"timestamp": base_ns, "util_percent": 96.0, "cpu_id": "0", "instance_id": instance},
-    ]
-    host_mem = [{"timestamp": base_ns, "used_bytes": 9_663_676_416, "used_percent": 4.8, "instance_id": instance}]
+    # host samples: one per second (CpuUsage is the average over the previous second), the step in between
+    cpu_usage = []
+    host_mem = []
+    for k, (avg, core0, used) in enumerate(((6.1, 91.0, 9_555_000_000), (7.5, 96.0, 9_663_676_416), (5.2, 88.5, 9_601_000_000))):
+        t_ns = base_ns + (k - 1) * 1_000_000_000
+        cpu_usage.append({"timestamp": t_ns, "util_percent": avg, "cpu_id": "average", "instance_id": instance})
+        cpu_usage.append({"timestamp": t_ns, "util_percent": core0, "cpu_id": "0", "instance_id": instance})
+        host_mem.append({"timestamp": t_ns, "used_bytes": used, "used_percent": round(used / 2.0e11 * 100, 2),
+                         "instance_id": instance})
+    # HBM usage of device 0: weights and IO resident, one output tensor allocated per device execution
+    hbm = []
+    base_bytes = {"weights_bytes": 2048, "io_bytes": 8192, "profiler_buffers_bytes": 67_108_864,
+                  "dma_rings_runtime_bytes": 4_194_304}
+    tensors = 4096
+    hbm_times = [first] + sorted(r["start_ts"] for r in system if r["name"] == "nrta_execute_schedule")
+    for k, t_ns in enumerate(hbm_times):
+        tensors = 4096 + 4096 * k
+        row = {"timestamp": t_ns, **base_bytes, "tensors_bytes": tensors, "unknown_bytes": 0}
+        row["total_bytes"] = sum(v for key, v in row.items() if key.endswith("_bytes"))
+        hbm.append({**row, "device_idx": 0, "hbm_idx": 0, "instance_id": instance})
     schema_meta = [{"profile_schema_version": "7.4.0", "synthetic": "true"}]
-    return Capture(variant, pid, instance, trace, system, metadata, cpu_usage, host_mem, schema_meta)
+    return Capture(variant, pid, instance, trace, system, metadata, cpu_usage, host_mem, schema_meta, hbm_usage=hbm)
 
 
 def _human(ts_ns: int) -> str:
@@ -347,6 +402,8 @@ def write_parquet_export(capture: Capture, out_dir: Path) -> Path:
     pq.write_table(pa.Table.from_pylist(capture.cpu_usage), out_dir / "CpuUsage.parquet")
     pq.write_table(pa.Table.from_pylist(capture.host_mem), out_dir / "HostMemUsage.parquet")
     pq.write_table(pa.Table.from_pylist(capture.schema_meta), out_dir / "Metadata.parquet")
+    if capture.hbm_usage:
+        pq.write_table(pa.Table.from_pylist(capture.hbm_usage), out_dir / "SystemProfileHbmUsage.parquet")
     if capture.device_profile_list:
         pq.write_table(pa.Table.from_pylist(capture.device_profile_list), out_dir / "DeviceProfileList.parquet")
     return out_dir

@@ -30,9 +30,11 @@ def test_chain_of_a_mul_with_lnc2_merge() -> None:
     first_mul = _events(profile, "aten::mul")[0]
     chain = follow(profile, first_mul)
     assert chain.root == first_mul and not chain.missing
-    (branch,) = chain.branches
-    assert [h.name for h in branch] == ["aten::mul.Tensor", "nrta_execute_schedule", "nc_exec_running"]
-    assert [h.tier for h in branch] == [Tier.DEVICE, Tier.RUNTIME, Tier.HARDWARE]
+    (branch,) = chain.branches  # op -> dispatch and op -> driver (External id) are one path: listed once
+    assert [h.name for h in branch] == ["aten::mul", "aten::mul.Tensor", "nrta_execute_schedule", "nc_exec_running"]
+    assert [h.tier for h in branch] == [Tier.DISPATCH, Tier.DEVICE, Tier.RUNTIME, Tier.HARDWARE]
+    assert [profile.cat_of(h.events[0]) for h in branch[:2]] == ["privateuse1_runtime", "privateuse1_driver"]
+    assert [h.rule for h in branch] == ["External id", "flow", "flow", "flow"]
     hw = branch[-1]
     assert hw.cores == 2 and "(+1 core)" in hw.lane_label
     assert hw.duration == 388_100  # the merged [min start, max end] of the two physical-core rows
@@ -76,7 +78,7 @@ def test_broken_link_is_partial_and_explained(tmp_path: Path) -> None:
     mean = _events(profile, "aten::mean")[0]
     chain = follow(profile, mean)
     (branch,) = chain.branches
-    assert [h.name for h in branch] == ["aten::mean.dim", "nrta_execute_schedule"]
+    assert [h.name for h in branch] == ["aten::mean", "aten::mean.dim", "nrta_execute_schedule"]
     assert any("no hardware execution linked" in m for m in chain.missing)
     table = key_averages(profile)
     assert table.self_device_time_total[table.find("aten::mean")] == 0

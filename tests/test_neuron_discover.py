@@ -198,7 +198,7 @@ def test_info_reports_missing_neffs_and_the_sample_is_synthetic(tmp_path: Path, 
     assert "trace_info.pb" in text  # Explorer needs it too
     assert main(["info", str(REPO / "sample_profiles" / "neuron" / "naive")]) == 0
     text = capsys.readouterr().out
-    assert "SYNTHETIC" in text and "51 system events, schema 7.4.0" in text
+    assert "SYNTHETIC" in text and "67 system events, schema 7.4.0" in text
 
 
 def test_empty_pid_dir_is_reported_not_fatal(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -51,8 +51,9 @@ def test_parquet_lanes_and_duplicates() -> None:
     assert labels[f"{pfx}/neuron_hw/NC0:0"] == Tier.HARDWARE and labels[f"{pfx}/neuron_hw/NC0:1"] == Tier.HARDWARE
     names = [profile.name_of(i) for i in range(len(profile))]
     assert names.count("nc_exec_running") == 12  # 6 executions x 2 physical cores, all kept on the timeline
-    assert names.count("aten::mul") == 3  # the system trace's copies of trace.json ops were dropped
-    assert any("dropped 7 framework event(s)" in n for n in profile.meta.notes)
+    assert names.count("aten::mul") == 6  # 3 ops and their dispatch rows; the system trace's copies were merged
+    assert names.count("aten::mul.Tensor") == 3  # the driver rows of trace.json, not Explorer's copies as well
+    assert any("29 of 29 framework row(s) of the system trace copy trace.json rows" in n for n in profile.meta.notes)
     # ns clock: system rows are absolute Unix ns like the converted Kineto rows
     i = names.index("nrta_execute_schedule")
     assert int(profile.start[i]) > 1_796_040_000_000_000_000
@@ -60,7 +61,7 @@ def test_parquet_lanes_and_duplicates() -> None:
     assert args["model_id"] == 10001 and args["exec_id"] == 1 and args["flow_id"]
     info = profile.meta.trace_meta["neuron"][0]
     assert info["profile_schema_version"] == "7.4.0"
-    assert info["host_samples"]["cpu_usage"]["samples"] == 2
+    assert info["host_samples"]["cpu_usage"]["samples"] == 6  # 3 seconds x (average, core 0)
     assert info["system_profile_metadata"]["first_ts_ns"].isdigit()
 
 
@@ -194,25 +195,25 @@ def test_misaligned_clock_is_reported(tmp_path: Path) -> None:
 
 
 def test_privateuse1_rows_in_trace_json(tmp_path: Path) -> None:
-    """trace.json with privateuse1_driver rows (External id): the system trace's Stream rows are duplicates,
-    the chain goes op -(External id)-> driver row -(flow)-> nrta_execute_schedule -> nc_exec_running."""
-    cap = _generator().build_capture("naive", privateuse1_rows=True)
+    """trace.json with the documented PrivateUse1 rows: the chain goes op -(External id)-> dispatch row
+    -(flow)-> driver row -> nrta_execute_schedule -> nc_exec_running; Explorer's copies are merged."""
+    cap = _generator().build_capture("naive")
     root = _layout(tmp_path, cap)
     profile = load_run(find_runs(root)[0])
-    assert any("dropped 13 framework event(s)" in n for n in profile.meta.notes)
+    assert any("29 of 29 framework row(s)" in n for n in profile.meta.notes)
     assert _device(profile) == pytest.approx(NAIVE)
-    i = next(k for k in range(len(profile)) if profile.name_of(k) == "aten::mean")
+    i = next(k for k in range(len(profile)) if profile.name_of(k) == "aten::mean" and profile.cat_of(k) == "cpu_op")
     chain = follow(profile, i)
     (branch,) = chain.branches
-    assert [h.name for h in branch] == ["aten::mean.dim", "nrta_execute_schedule", "nc_exec_running"]
-    assert branch[0].rule == "External id" and branch[0].tier == Tier.DEVICE
-    assert profile.cat_of(branch[0].events[0]) == "privateuse1_driver"
+    assert [h.name for h in branch] == ["aten::mean", "aten::mean.dim", "nrta_execute_schedule", "nc_exec_running"]
+    assert branch[0].rule == "External id" and branch[1].tier == Tier.DEVICE
+    assert profile.cat_of(branch[1].events[0]) == "privateuse1_driver"
 
 
 def test_sequence_id_links_without_flows(tmp_path: Path) -> None:
     """No flow_id below the framework device event: nrt_sequence_id links it to the runtime execution and the
     hardware rows, and framework device events reach their op by time containment."""
-    cap = _generator().build_capture("naive")
+    cap = _generator().build_capture("naive", privateuse1_rows=False)  # older torch-neuronx: no PrivateUse1 rows
     for r in cap.events:
         if r["trace_event_source"] == "framework" and r["framework_stream_id"] is None:
             continue  # keep the op copies (dropped as duplicates anyway)
@@ -236,7 +237,7 @@ def test_framework_mapping_file_links_ops_to_runtime(tmp_path: Path) -> None:
     """Older torch-neuronx: no flows and no framework rows at all; `framework_mapping_*.json` maps the op's
     Sequence number to the runtime's nrt_sequence_id."""
     gen = _generator()
-    cap = gen.build_capture("fused")
+    cap = gen.build_capture("fused", privateuse1_rows=False)
     cap.events = [r for r in cap.events if r["trace_event_source"] != "framework"]
     for r in cap.events:
         extra = json.loads(r["extra_attributes_json"] or "{}")

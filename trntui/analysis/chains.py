@@ -157,6 +157,9 @@ def _walk_down(profile: Profile, links: Links, hop: Hop, out: list[list[Hop]], p
     for members, rule in _group_duplicates(profile, succ):
         if len(out) >= MAX_BRANCHES:
             return
+        members = [m for m in members if m not in seen]  # reached by an earlier branch (a DAG: op -> dispatch ->
+        if not members:  # driver and op -> driver): listed once
+            continue
         seen.update(members)
         nxt = _hop(profile, members, _rule_label(rule), hop)
         path.append(nxt)

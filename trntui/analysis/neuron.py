@@ -101,36 +101,77 @@ def add_neuron_edges(profile: Profile, links: Links) -> None:
     if mapping:
         _mapping_edges(profile, links, mapping, tiers, system, has_pred, src, dst, rules)
 
-    # framework device events without an op above them: innermost op of the process containing their start
-    fw_dev = np.nonzero(_cats(profile, ("neuron_framework",)) & (tiers == int(Tier.DEVICE)) & ~has_pred)[0]
-    if len(fw_dev):
-        pid_of_lane = np.array([l.pid for l in profile.lanes] or [0], np.int64)
-        pids = pid_of_lane[profile.lane]
-        ops = np.nonzero(links.frontend)[0]
-        for p in np.unique(pids[fw_dev]).tolist():
-            cand = ops[pids[ops] == p]
-            if not len(cand):
-                continue
-            cand = cand[np.lexsort((-(profile.end[cand] - profile.start[cand]), profile.start[cand]))]
-            cs = profile.start[cand]
-            for e in fw_dev[pids[fw_dev] == p].tolist():
-                s = int(profile.start[e])
-                k = int(np.searchsorted(cs, s, "right")) - 1
-                best = NO_ID
-                steps = 0
-                while k >= 0 and steps < 512:
-                    c = int(cand[k])
-                    if profile.end[c] > s and profile.start[c] <= s:
-                        best = c  # latest-starting op that contains s = innermost
-                        break
-                    k -= 1
-                    steps += 1
-                if best != NO_ID:
-                    src.append(best)
-                    dst.append(e)
-                    rules.append(Rule.CONTAINMENT)
+    # framework device events without an op above them: innermost op of the process containing their start;
+    # likewise runtime executions that nothing links (their framework rows were dropped from the export), on
+    # trace.json's clock (the offset estimated when Explorer's framework rows were matched to trace.json's)
+    pid_of_lane = np.array([l.pid for l in profile.lanes] or [0], np.int64)
+    pids = pid_of_lane[profile.lane]
+    ops = np.nonzero(links.frontend)[0]
+    framework_rows = _cats(profile, ("neuron_framework", "privateuse1_driver"))
+    fw_dev = np.nonzero(framework_rows & (tiers == int(Tier.DEVICE)) & ~has_pred)[0]
+    _contain(profile, ops, pids, fw_dev, 0, src, dst, rules)
+    sched = profile.name_id("nrta_execute_schedule")
+    if sched >= 0:
+        orphans = np.nonzero(system & (profile.name == sched) & (tiers == int(Tier.RUNTIME)) & ~has_pred)[0]
+        orphans = orphans[~np.isin(orphans, np.asarray(dst, np.int64))] if dst else orphans
+        if len(orphans):
+            linked = np.nonzero(system & (profile.name == sched) & has_pred)[0]
+            offset = _runtime_clock_offset(profile, links, linked)
+            _contain(profile, ops, pids, orphans, offset, src, dst, rules)
     if src:
         links.add_edges(np.asarray(src), np.asarray(dst), np.asarray(rules, np.int8))
+
+
+def _runtime_clock_offset(profile: Profile, links: Links, linked: np.ndarray) -> int:
+    """The runtime rows' clock minus trace.json's: 0 (both host Unix ns), or the offset of Explorer's framework
+    copies when the linked executions sit inside their ops only with that offset applied."""
+    offset = int(profile.meta.trace_meta.get("neuron_clock_offset_ns") or 0)
+    if not offset or not len(linked):
+        return 0
+    hits = {0: 0, offset: 0}
+    for e in linked[:200].tolist():
+        cur, seen = e, {e}
+        for _ in range(16):
+            preds = [p for p, _r in links.predecessors(cur) if p not in seen]
+            if not preds:
+                break
+            cur = min(preds, key=lambda x: int(profile.start[x]))
+            seen.add(cur)
+            if links.frontend[cur]:
+                break
+        if cur == e or not links.frontend[cur]:
+            continue
+        for off in hits:
+            s = int(profile.start[e]) - off
+            hits[off] += int(profile.start[cur] <= s < profile.end[cur])
+    return offset if hits[offset] > hits[0] else 0
+
+
+def _contain(profile: Profile, ops: np.ndarray, pids: np.ndarray, rows: np.ndarray, offset: int, src: list[int],
+             dst: list[int], rules: list[int]) -> None:
+    """Edge from the innermost op of the same process whose interval contains each row's start (minus
+    `offset`: the row's clock minus the ops' clock), labelled time containment."""
+    if not len(rows) or not len(ops):
+        return
+    for p in np.unique(pids[rows]).tolist():
+        cand = ops[pids[ops] == p]
+        if not len(cand):
+            continue
+        cand = cand[np.lexsort((-(profile.end[cand] - profile.start[cand]), profile.start[cand]))]
+        cs = profile.start[cand]
+        for e in rows[pids[rows] == p].tolist():
+            s = int(profile.start[e]) - offset
+            k = int(np.searchsorted(cs, s, "right")) - 1
+            steps = 0
+            while k >= 0 and steps < 512:
+                c = int(cand[k])
+                if profile.end[c] > s and profile.start[c] <= s:
+                    src.append(c)  # latest-starting op that contains s = innermost
+                    dst.append(e)
+                    rules.append(int(Rule.CONTAINMENT))
+                    break
+                k -= 1
+                steps += 1
 
 
 def _lnc_of(profile: Profile) -> list[int]:

@@ -80,7 +80,18 @@ def describe(path_str: str) -> dict[str, Any]:
             reads = [f"{rel(p)} (framework trace)" for p in s.framework]
             if s.exports:
                 e = s.exports[0]
-                reads.append(f"{rel(e.path)} (Explorer {e.format} export: runtime + hardware rows)")
+                reads.append(f"{rel(e.path)} (Explorer {e.format} export: {_export_reads(entry['exports'][0], bool(s.framework))})")
+                fw_rows = (entry["exports"][0].get("sources") or {}).get("framework", 0)
+                if fw_rows and not s.framework:
+                    entry["problems"] = [
+                        f"no trace.json: the ops are the export's {fw_rows} framework rows (Explorer's copies of the "
+                        "framework events: no input shapes, stacks or args)"
+                        if p.startswith("no framework trace (trace.json)") else p
+                        for p in entry["problems"]
+                    ]
+                counters = entry["exports"][0].get("counters") or {}
+                if counters:
+                    entry["counters"] = counters
             elif s.raw:
                 hit = cached_export(s.dir)
                 if hit:
@@ -129,6 +140,26 @@ def _export_entry(e: Any, rel: Any) -> dict[str, Any]:
 
         entry.update(describe_export(e.path))
     return entry
+
+
+def _export_reads(e: dict[str, Any], with_trace: bool) -> str:
+    """What trntui takes from an export, from the row counts per source."""
+    src = e.get("sources") or {}
+    if not src:
+        return "runtime + hardware rows"
+    parts = []
+    fw = src.get("framework", 0)
+    if fw:
+        parts.append(f"{fw} framework rows ("
+                     + ("Explorer's copies, merged into trace.json's rows" if with_trace else "the ops: no trace.json") + ")")
+    if src.get("neuron_rt"):
+        parts.append(f"{src['neuron_rt']} runtime rows")
+    if src.get("neuron_hw"):
+        parts.append(f"{src['neuron_hw']} hardware rows")
+    other = sum(v for k, v in src.items() if k not in ("framework", "neuron_rt", "neuron_hw"))
+    if other:
+        parts.append(f"{other} other rows")
+    return ", ".join(parts)
 
 
 def _export_note(e: dict[str, Any]) -> str:
@@ -184,6 +215,9 @@ def render_text(doc: dict[str, Any]) -> str:
                 out.append("  trntui reads: " + "; ".join(st(x) for x in s["reads"]))
             else:
                 out.append("  trntui reads: nothing yet")
+            if s.get("counters"):
+                lanes = ", ".join(f"{st(k)} ({v} samples)" for k, v in s["counters"].items())
+                out.append(f"  counters: {lanes}")
             for e in s["exports"]:
                 for w in e.get("warnings") or []:
                     out.append(f"  Explorer warning: {st(w)}")

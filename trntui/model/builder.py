@@ -89,8 +89,9 @@ class ProfileBuilder:
                 self._lane_ids[new] = lane.id
 
     def existing(self) -> dict[str, np.ndarray]:
-        """Columns (start, end, name, cat, lane) of the events added so far, by builder index (for merging)."""
-        cols = ("start", "end", "name", "cat", "lane")
+        """Columns (start, end, name, cat, lane, ext, corr) of the events added so far, by builder index (for
+        merging)."""
+        cols = ("start", "end", "name", "cat", "lane", "ext", "corr")
         if not self._batches:
             return {c: np.empty(0, np.int64) for c in cols}
         return {c: np.concatenate([b[c] for b in self._batches]) for c in cols}

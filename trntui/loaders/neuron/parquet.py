@@ -434,6 +434,9 @@ def describe_export(directory: Path) -> dict[str, Any]:
             out["tables"].append(f"{table} ({rows} rows)" if table != EVENTS else table)
             if table == EVENTS:
                 out["events"] = rows
+                out["sources"] = _source_counts(files)
+            elif table in COUNTER_TABLES:
+                out.setdefault("counters", {})[table] = rows
             elif table == "Warning":
                 out["warnings"] = [str(r.get("message") or r) for r in (read_records(directory, "Warning") or [])[:5]]
             elif table == "Metadata":
@@ -444,6 +447,25 @@ def describe_export(directory: Path) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - info must describe damaged files, not fail on them
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out
+
+
+COUNTER_TABLES = ("CpuUsage", "HostMemUsage", "SystemProfileHbmUsage")
+"""Sampled series drawn as counter lanes (trntui.loaders.neuron.counters)."""
+
+
+def _source_counts(files: list[Path]) -> dict[str, int]:
+    """Rows per `trace_event_source` (framework / neuron_rt / neuron_hw), from that one column."""
+    _pa, pq = _pyarrow()
+    counts: dict[str, int] = {}
+    for f in files:
+        pf = pq.ParquetFile(f)
+        if "trace_event_source" not in pf.schema_arrow.names:
+            continue
+        col = pf.read(columns=["trace_event_source"]).column(0)
+        for v, c in zip(*np.unique(np.asarray(col.to_pylist(), dtype=object).astype(str), return_counts=True)):
+            key = infer_source("", v) if v not in ("None", "") else "unknown"
+            counts[key] = counts.get(key, 0) + int(c)
+    return counts
 
 
 def _check_budget(directory: Path, builder: ProfileBuilder) -> None:

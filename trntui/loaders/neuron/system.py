@@ -4,8 +4,10 @@ Both exports are normalised into `SystemRows` (the columns of `SystemProfileEven
 added to a `ProfileBuilder` by `add_system_rows`, so they merge with the Kineto `trace.json` of the same run:
 
 - one absolute ns clock (Neuron rows are Unix ns; Kineto rows were converted with `baseTimeNanoseconds`);
-- framework rows of the system trace that duplicate `trace.json` rows (same name, same start/duration within
-  2 µs) are dropped and counted in a note; their `flow_id` values move to the `trace.json` row;
+- framework rows of the system trace (Explorer's copies of trace.json events) are the ops when no trace.json
+  was loaded, and otherwise are matched to the trace.json rows they copy (`trntui.loaders.neuron.framework`:
+  clock offset, name and start): matched copies are dropped and their `flow_id` values move to the trace.json
+  row; the rest stay, with their device time (a note gives the counts);
 - lanes like Explorer's: `framework/TID:n` (dispatch), `framework/Stream:n` (device interaction),
   `neuron_rt/NC:n` (runtime, logical core), `neuron_hw/NC<l>:<p>` (hardware, physical core);
 - `flow_id` lists become `Flows.MEMBER` rows (category `neuron_flow`); `nrt_sequence_id` goes into the
@@ -26,6 +28,7 @@ import numpy as np
 
 from trntui.model import categories as C
 from trntui.model.args import ArgsStore, Blobs
+from trntui.loaders.neuron import framework
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import NO_ID, Flows, Tier
 
@@ -48,10 +51,6 @@ HARDWARE_NAMES = frozenset(
     }
 )
 """Documented hardware events (neuron-formats.md §9); used only when a row has no `trace_event_source`."""
-
-DUP_TOLERANCE_NS = 2000
-"""A framework row of the system trace duplicates a trace.json row with the same name when both start and
-duration agree within this (Kineto keeps µs with 3 decimals; Explorer re-reads the same file)."""
 
 DEVICE_TIME_SOURCE = "Neuron system trace (nc_exec_running, merged per logical execution)"
 
@@ -389,19 +388,46 @@ def add_system_rows(
             for j in np.argsort(first_at, kind="stable").tolist():
                 builder.set_instance(int(up[j]), rows.instance[int(named[first_at[j]])])
 
-    # --- framework rows that duplicate trace.json rows --------------------------------------------------------
+    # --- framework rows: their Kineto categories; the ops of the profile, or copies of trace.json rows -----------
     src_kind = np.array([0 if s == "framework" else 2 if s == "neuron_hw" else 1 for s in rows.source.values],
                         np.int64)
     row_kind = src_kind[rows.source.codes] if len(src_kind) else np.zeros(n, np.int64)
-    is_fw = row_kind == 0
-    dup_of = _match_duplicates(rows, builder, np.nonzero(is_fw)[0]) if is_fw.any() and builder.count else np.full(n, NO_ID, np.int64)
+    fw_idx = np.nonzero(row_kind == 0)[0]
+    stream_has = np.array([v is not None for v in rows.stream.values], bool)
+    stream_row = stream_has[rows.stream.codes] if len(stream_has) else np.zeros(n, bool)
+    fw_cats = framework.categories(rows, fw_idx, stream_row) if len(fw_idx) else []
+    system_cats = {builder.intern_cat(c) for c in SYSTEM_CATS}
+    ex_cat = builder.existing()["cat"]
+    has_trace = bool(len(ex_cat)) and bool((~np.isin(ex_cat, list(system_cats))).any())
+    row_cat = np.full(n, NO_ID, np.int64)  # per row: a Kineto category id for framework rows that are ops
+    dup_of = np.full(n, NO_ID, np.int64)
+    also_of = np.full(n, NO_ID, np.int64)
+    if len(fw_idx) and not has_trace:
+        # no trace.json: the framework rows of the export are the profile's ops (torch's rules apply to them)
+        row_cat[fw_idx] = [builder.intern_cat(c) for c in fw_cats]
+        meta.trace_meta["neuron_framework_source"] = "export"
+        counts: dict[str, int] = {}
+        for c in fw_cats:
+            counts[c] = counts.get(c, 0) + 1
+        what = ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+        meta.notes.append(
+            f"{label}: no trace.json; the {len(fw_idx)} framework row(s) of the system trace are the ops ({what}); "
+            "calls, Self CPU and the op tree follow torch's rules on them"
+        )
+    elif len(fw_idx):
+        m = framework.match(rows, builder, fw_idx, fw_cats, stream_row, label)
+        dup_of, also_of = m.dup_of, m.also_of
+        if m.promote.any():
+            cat_of = dict(zip(fw_idx.tolist(), fw_cats))
+            for k in np.nonzero(m.promote)[0].tolist():
+                c = cat_of[k]
+                row_cat[k] = builder.intern_cat(framework.OP if c == framework.DISPATCH else c)
+        meta.notes.extend(m.notes)
+        meta.trace_meta["neuron_framework_match"] = dict(m.stats, offset_ns=m.offset_ns, estimated=m.estimated)
+        if m.estimated:
+            meta.trace_meta["neuron_clock_offset_ns"] = m.offset_ns
     dups = dup_of >= 0
     stats["duplicates"] = int(dups.sum())
-    if stats["duplicates"]:
-        meta.notes.append(
-            f"{label}: dropped {stats['duplicates']} framework event(s) of the system trace that duplicate "
-            "trace.json rows (their flow ids were moved to the trace.json rows)"
-        )
 
     # --- lanes --------------------------------------------------------------------------------------------------
     keep = ~dups
@@ -447,6 +473,8 @@ def add_system_rows(
             lane_of_combo[j] = builder.lane(Tier.RUNTIME, "neuron_rt", f"TID:{b}", p, b, instance=inst)
     lane_ids = lane_of_combo[inverse] if len(kidx) else np.empty(0, np.int32)
     cat_ids = np.array([cat_fw, cat_rt, cat_hw], np.int16)[src_code] if len(kidx) else np.empty(0, np.int16)
+    own = row_cat[kidx] if len(kidx) else np.empty(0, np.int64)
+    cat_ids = np.where(own >= 0, own, cat_ids).astype(np.int16)
 
     # names interned in first-appearance order (as a row-by-row loop would)
     name_code, name_vals = rows.name.first_seen_codes(kidx)
@@ -473,8 +501,12 @@ def add_system_rows(
         ev = builder_index[rows.flow_row]
         ok = ev >= 0
         fc = builder.intern_cat(FLOW_CAT)
-        # one membership per (event, flow value)
+        # one membership per (event, flow value); a dispatch row inside its trace.json row gives it its flows too
         pe, pk = ev[ok], rows.flow_key[ok]
+        also = also_of[rows.flow_row]
+        if (also >= 0).any():
+            pe = np.concatenate([pe, also[also >= 0]])
+            pk = np.concatenate([pk, rows.flow_key[also >= 0]])
         o = np.lexsort((pk, pe))
         pe, pk = pe[o], pk[o]
         new = np.ones(len(pe), bool)
@@ -555,83 +587,6 @@ def _store_rows_matching(store: ArgsStore, needle: bytes) -> np.ndarray | None:
     ok[ok] = pos[ok] < ends[row[ok]]
     return np.unique(row[ok])
 
-
-def _lex_count(names: np.ndarray, starts: np.ndarray, qn: np.ndarray, qs: np.ndarray, side: str) -> np.ndarray:
-    """For (names, starts) sorted lexicographically: how many are < (side "left") or <= ("right") each query
-    (qn, qs): `searchsorted` on the pair, for all queries in one sort."""
-    n = len(names)
-    flag_q = 0 if side == "left" else 1
-    flags = np.concatenate([np.full(n, 1 - flag_q, np.int8), np.full(len(qn), flag_q, np.int8)])
-    order = np.lexsort((flags, np.concatenate([starts, qs]), np.concatenate([names.astype(np.int64), qn])))
-    existing_upto = np.cumsum(order < n)
-    out = np.empty(len(qn), np.int64)
-    isq = order >= n
-    out[order[isq] - n] = existing_upto[isq]
-    return out
-
-
-def _match_duplicates(rows: SystemRows, builder: ProfileBuilder, fw: np.ndarray) -> np.ndarray:
-    """For each system row: the trace.json row (builder index) it duplicates, or -1. Framework rows `fw`, in
-    row order, each take the unused trace.json row of the same name with the smallest |Δstart| + |Δduration|
-    (start within DUP_TOLERANCE_NS, error within twice that; ties: earliest start). Vectorised; rows that
-    compete for a trace.json row are settled in row order by a loop over just those."""
-    n = len(rows)
-    dup_of = np.full(n, NO_ID, np.int64)
-    ex = builder.existing()
-    ex_name, ex_start = ex["name"].astype(np.int64), ex["start"].astype(np.int64)
-    ex_dur = ex["end"].astype(np.int64) - ex_start
-    name_map = np.array([builder.name_id(v) for v in rows.name.values], np.int64)
-    fw_nid = name_map[rows.name.codes[fw]]
-    tol = DUP_TOLERANCE_NS
-    by = np.lexsort((ex_start, ex_name))
-    names_sorted, starts_sorted = ex_name[by], ex_start[by]
-    s = rows.start[fw].astype(np.int64)
-    d = (rows.end[fw] - rows.start[fw]).astype(np.int64)
-    lo = _lex_count(names_sorted, starts_sorted, fw_nid, s - tol, "left")
-    hi = _lex_count(names_sorted, starts_sorted, fw_nid, s + tol, "right")
-    cnt = np.where(fw_nid == NO_ID, 0, np.maximum(hi - lo, 0))
-    total = int(cnt.sum())
-    if not total:
-        return dup_of
-    q = np.repeat(np.arange(len(fw)), cnt)
-    offs = np.cumsum(cnt) - cnt
-    j = lo[q] + (np.arange(total) - offs[q])
-    c = by[j]
-    ds = np.abs(ex_start[c] - s[q])
-    dd = np.abs(ex_dur[c] - d[q])
-    valid = (ds <= 2 * tol) & (dd <= 2 * tol) & (ds + dd <= 2 * tol)
-    q, j, c, err = q[valid], j[valid], c[valid], (ds + dd)[valid]
-    if not len(q):
-        return dup_of
-    # candidates wanted by more than one row: those rows are settled in row order below
-    uc, inv_c, count_c = np.unique(c, return_inverse=True, return_counts=True)
-    shared = count_c[inv_c.reshape(-1)] > 1
-    contested = np.zeros(len(fw), bool)
-    contested[q[shared]] = True
-    free = ~contested[q]
-    order = np.lexsort((j[free], err[free], q[free]))
-    fq, fc = q[free][order], c[free][order]
-    uq, first = np.unique(fq, return_index=True)
-    dup_of[fw[uq]] = fc[first]
-    if contested.any():
-        sel = contested[q]
-        cq, cj, cc, ce = q[sel], j[sel], c[sel], err[sel]
-        order = np.lexsort((cj, cq))
-        cq, cc, ce = cq[order].tolist(), cc[order].tolist(), ce[order].tolist()
-        used: set[int] = set()
-        k = 0
-        m = len(cq)
-        while k < m:
-            row = cq[k]
-            best, best_err = NO_ID, None
-            while k < m and cq[k] == row:
-                if cc[k] not in used and (best_err is None or ce[k] < best_err):
-                    best, best_err = cc[k], ce[k]
-                k += 1
-            if best != NO_ID:
-                used.add(best)
-                dup_of[fw[row]] = best
-    return dup_of
 
 def _check_alignment(builder: ProfileBuilder, rows: SystemRows, kidx: np.ndarray, label: str) -> None:
     """Warn when trace.json and the system trace do not overlap in time (different run or wrong clock base)."""
