@@ -511,6 +511,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         kern_pos = kern_pos.copy()
         has_kern_pos = has_kern_pos.copy()
         np.add.at(kern_pos, top[dpos], np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
+        kern_us_pos = kern_pos / 1000.0
         has_kern_pos[top[dpos[has_kern_pos[dpos]]]] = True
     elif deleted.any():
         deepest = np.full(m, -1, np.int64)
