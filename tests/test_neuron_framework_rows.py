@@ -21,7 +21,7 @@ import pytest
 from trntui.analysis.chains import follow
 from trntui.analysis.key_averages import key_averages
 from trntui.cli import main
-from trntui.loaders import find_runs, load_run
+from trntui.session import find_runs, load_run
 
 from tests.neuron_samples import generator
 
