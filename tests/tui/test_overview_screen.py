@@ -88,8 +88,8 @@ async def test_by_op_view_and_neuron_profile():
     async with opened(REPO / "sample_profiles" / "neuron" / "naive", size=(100, 32)) as (app, pilot):
         screen = await _open_overview(app, pilot)
         text = screen_text(app)
-        assert "█ NeuronCore 95.6%" in text
-        assert "NeuronCore busy  95.63%" in text and "NC0  95.63%  (6 executions" in text
+        assert "█ NeuronCore 95.2%" in text
+        assert "NeuronCore busy  95.22%" in text and "NC0  95.22%  (6 executions" in text
         assert "[neuron_dispatches] Each step runs 6.0 separate NeuronCore executions" in region_words(app, "#ov-recs")
         await pilot.press("v")
         await pilot.pause()
