@@ -62,14 +62,29 @@ def role_ranges(profile: Profile, roles: Roles) -> list[R.Ranges]:
 
 def breakdown(profile: Profile, roles: Roles, steps: list[Step]) -> Breakdown:
     """Category r of a step gets |step ∩ (roles 0..r)| - |step ∩ (roles 0..r-1)|: the time the first r+1
-    categories cover minus what the higher-priority ones already took, i.e. the plugin's slot subtraction."""
+    categories cover minus what the higher-priority ones already took, i.e. the plugin's slot subtraction.
+    The costs of a cached profile's steps are kept with it (re-opening it skips the unions)."""
+    from trntui import cache
+
     cats = roles.categories
     ranges = role_ranges(profile, roles)
     s0 = np.array([s.start for s in steps], np.int64)
     s1 = np.array([s.end for s in steps], np.int64)
-    costs = np.zeros((len(steps), len(cats)), np.int64)
+    stored = cache.load_derived(profile, "overview_costs_v1")
+    if stored is not None and stored["costs"].ndim == 2 and stored["costs"].shape[1] == len(cats) and len(s0):
+        pos = np.minimum(np.searchsorted(stored["s0"], s0), max(len(stored["s0"]) - 1, 0))
+        if len(stored["s0"]) and np.array_equal(stored["s0"][pos], s0) and np.array_equal(stored["s1"][pos], s1):
+            return Breakdown(cats, stored["costs"][pos], s1 - s0, ranges)  # these steps' rows of the kept costs
+    costs = _costs(ranges, cats, s0, s1)
+    if stored is None:  # the first breakdown of this cached profile (all its steps, or the ones first asked for)
+        cache.save_derived(profile, "overview_costs_v1", {"s0": s0, "s1": s1, "costs": costs})
+    return Breakdown(cats, costs, s1 - s0, ranges)
+
+
+def _costs(ranges: list[R.Ranges], cats: tuple[str, ...], s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+    costs = np.zeros((len(s0), len(cats)), np.int64)
     union = R.empty()
-    before = np.zeros(len(steps), np.int64)
+    before = np.zeros(len(s0), np.int64)
     for k, cat in enumerate(cats):
         if cat == "Other":
             costs[:, k] = (s1 - s0) - before
@@ -79,7 +94,7 @@ def breakdown(profile: Profile, roles: Roles, steps: list[Step]) -> Breakdown:
         now = R.covered(union, s0, s1)
         costs[:, k] = now - before
         before = now
-    return Breakdown(cats, costs, s1 - s0, ranges)
+    return costs
 
 
 @dataclass
