@@ -73,6 +73,21 @@ class KernelFacts:
 _DERIVED = "overview_kernels_v1"
 
 
+def _unique_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows in sorted order, index of each row's distinct row): `np.unique(axis=0)` by one lexsort."""
+    m = len(table)
+    if not m:
+        return np.zeros((0, table.shape[1]), np.int64), np.zeros(0, np.int64)
+    o = np.lexsort(table.T[::-1])
+    t = table[o]
+    new = np.ones(m, bool)
+    new[1:] = (t[1:] != t[:-1]).any(axis=1)
+    group = np.cumsum(new) - 1
+    inverse = np.empty(m, np.int64)
+    inverse[o] = group
+    return t[new], inverse
+
+
 def kernel_facts(profile: Profile, idx: np.ndarray) -> KernelFacts:
     cached = profile.cache.get("overview_kernel_facts")
     if cached is not None and len(cached.idx) == len(idx) and np.array_equal(cached.idx, idx):
@@ -98,7 +113,7 @@ def kernel_facts(profile: Profile, idx: np.ndarray) -> KernelFacts:
             table[:, 3:6] = np.array([a.block for a in args], np.int64).reshape(m, 3)
             table[:, 6] = np.fromiter((a.registers for a in args), np.int64, count=m)
             table[:, 7] = np.fromiter((a.shared_memory for a in args), np.int64, count=m)
-        launches, launch = np.unique(table, axis=0, return_inverse=True) if m else (np.zeros((0, 8), np.int64), np.zeros(0, np.int64))
+        launches, launch = _unique_rows(table)
         facts = KernelFacts(np.asarray(idx, np.int64), dev, bps, occ, launch.reshape(-1).astype(np.int64), launches, tc_name)
         cache.save_derived(profile, _DERIVED, {"idx": facts.idx, "device": dev, "blocks_per_sm": bps, "occupancy": occ,
                                                "launch": facts.launch, "launches": launches})

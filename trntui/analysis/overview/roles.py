@@ -250,12 +250,12 @@ def assign_roles(profile: Profile) -> Roles:
     host_steps.sort(key=lambda s: (s.start, s.end))
     extent_cat = np.array([c.lower() in CPU_EXTENT_CATS or (neuron and c.lower() in NEURON_FRAMEWORK_CATS)
                            for c in profile.cats] or [False])
-    ext_idx = np.nonzero(extent_cat[profile.cat])[0] if n else np.zeros(0, np.int64)
-    ext_idx = np.union1d(ext_idx[profile.kind[ext_idx] == EventKind.COMPLETE], steps_idx)
-    if not len(ext_idx):  # no host ops at all (a device-only trace): the extent of every interval
+    in_extent = extent_cat[profile.cat] & (profile.kind == EventKind.COMPLETE) if n else np.zeros(0, bool)
+    in_extent[steps_idx] = True
+    if n and not in_extent.any():  # no host ops at all (a device-only trace): the extent of every interval
         lane_is_marker = np.array([l.subsystem == "markers" for l in profile.lanes] or [False])
-        ext_idx = np.nonzero((profile.kind == EventKind.COMPLETE) & ~lane_is_marker[profile.lane])[0] if n else ext_idx
-    cpu_extent = (int(profile.start[ext_idx].min()), int(profile.end[ext_idx].max())) if len(ext_idx) else (0, 0)
+        in_extent = (profile.kind == EventKind.COMPLETE) & ~lane_is_marker[profile.lane]
+    cpu_extent = (int(profile.start[in_extent].min()), int(profile.end[in_extent].max())) if in_extent.any() else (0, 0)
     seen = frozenset(
         x for x in ("DataParallel.forward", "DistributedDataParallel.forward") if profile.name_id(x) >= 0
     )
