@@ -32,6 +32,7 @@ async def _open_overview(app, pilot):
 
 async def test_overview_screen_on_a_cuda_trace(corpus_dir):
     async with opened(corpus_dir / "cuda_ns_resolution_68k.json.gz", size=(120, 40)) as (app, pilot):
+        assert ("Overview", "key: o") in [(t, h) for t, h, _ in app.palette_commands()]  # in the command palette
         screen = await _open_overview(app, pilot)
         lines = screen_text(app).splitlines()
         assert lines[0].strip() == "Overview · cuda_ns_resolution_68k.json.gz · CUDA · 5 steps · avg step 96.70ms"
