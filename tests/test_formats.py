@@ -114,6 +114,17 @@ def test_a_registered_format_is_cached_with_its_table(standin, tmp_path) -> None
     assert t2.name == t1.name and np.array_equal(t2.self_device_time_total, t1.self_device_time_total)
 
 
+def test_a_run_made_by_hand_is_keyed_by_its_formats_inputs(corpus_dir, tmp_path) -> None:
+    from trntui.session import cached
+
+    options = LoadOptions(cache=True, cache_dir=tmp_path / "cache", cache_min_bytes=0)
+    run = Run(name="by hand", root=corpus_dir, framework_traces=[corpus_dir / "cuda_simple_add.json.gz"])
+    assert run.inputs is None and cached(run, options) is None
+    fresh = load_run(run, options)
+    hit = cached(run, options)
+    assert hit is not None and np.array_equal(hit.start, fresh.start)
+
+
 def test_runs_are_plain_data_that_load_the_same_after_pickling(repo_dir) -> None:
     """A worker process (ranks on Dask, issue 15) gets a pickled `Run` and loads it with `LoadOptions`."""
     for path in (repo_dir / "sample_profiles" / "neuron" / "naive", repo_dir / "sample_profiles" / "cpu" / "naive"):

@@ -81,6 +81,12 @@ def find_runs(path: str | Path) -> list[Run]:
     raise LoadError(path, "no trace files found (expected trace.json, *.pt.trace.json[.gz] or a Neuron profile)")
 
 
+def inputs_of(run: Run) -> list[Path] | None:
+    """The files that key the run's cache entry: `run.inputs` as discovery set them, else its format's answer
+    (a `Run` made by hand)."""
+    return run.inputs if run.inputs is not None else format_of(run).inputs(run)
+
+
 def read_run(run: Run, options: LoadOptions | None = None) -> Profile:
     """Read every readable file of one run into one `Profile` (no cache: see trntui/session.py)."""
     options = (options or LoadOptions(cache=False)).resolved()

@@ -13,7 +13,7 @@ from typing import Any
 
 from trntui import cache as profile_cache
 from trntui.errors import LoadError
-from trntui.formats import find_runs, finish, read_run, reporting
+from trntui.formats import find_runs, finish, inputs_of, read_run, reporting
 from trntui.loaders.discover import Run
 from trntui.loaders.protocol import LoadOptions
 from trntui.model.profile import Profile
@@ -41,10 +41,10 @@ def load_run(
     """
     options = _options(options, cache, memory_budget).resolved()
     with reporting(options):
-        inputs = run.inputs
+        inputs = inputs_of(run) if options.cache else None
         use_cache = options.cache and options.cache_dir is not None
         if use_cache:
-            hit = _read_cache(run, options)
+            hit = _read_cache(run, options, inputs)
             if hit is not None:
                 return hit
         profile = read_run(run, options)
@@ -65,11 +65,10 @@ def cached(run: Run, options: LoadOptions | None = None) -> Profile | None:
     options = _options(options, None, None)
     if not options.cache or options.cache_dir is None:
         return None
-    return _read_cache(run, options)
+    return _read_cache(run, options, inputs_of(run))
 
 
-def _read_cache(run: Run, options: LoadOptions) -> Profile | None:
-    inputs = run.inputs
+def _read_cache(run: Run, options: LoadOptions, inputs: list[Path] | None) -> Profile | None:
     if not inputs or options.cache_dir is None or not profile_cache.cacheable(inputs, options.cache_min_bytes):
         return None
     entry = profile_cache.load(inputs, options.cache_dir)

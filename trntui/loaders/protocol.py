@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from trntui.loaders.discover import Run
@@ -111,7 +111,3 @@ class TraceFormat(Protocol):
 
     def inputs(self, run: Run) -> list[Path] | None: ...
 
-
-def hook(fmt: Any, name: str) -> Callable[..., Any] | None:
-    """A format's optional hook (`link_edges`, `device_time`), or None."""
-    return getattr(fmt, name, None)
