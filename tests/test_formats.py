@@ -135,6 +135,19 @@ def test_runs_are_plain_data_that_load_the_same_after_pickling(repo_dir) -> None
         assert np.array_equal(key_averages(a).self_device_time_total, key_averages(b).self_device_time_total)
 
 
+def test_progress_and_cancel_travel_in_the_options(corpus_dir) -> None:
+    from trntui.progress import Cancelled
+
+    (run,) = find_runs(corpus_dir / "cuda_ns_resolution_68k.json.gz")
+    stages: list[str] = []
+    load_run(run, LoadOptions(cache=False, progress=lambda stage, done, total: stages.append(stage)))
+    assert "decoding" in stages and "merging" in stages and "sorting" in stages
+    polls: list[int] = []
+    with pytest.raises(Cancelled):
+        load_run(run, LoadOptions(cache=False, cancelled=lambda: polls.append(1) or len(polls) > 2))
+    assert len(polls) == 3  # stopped at the third report, not at the end of the load
+
+
 def test_unknown_format_name_is_a_one_line_error(tmp_path) -> None:
     from trntui.errors import LoadError
 
