@@ -60,8 +60,27 @@ def add_part_options(p: argparse.ArgumentParser, also: str = "") -> None:
     )
 
 
+def convert_timeout(value: str) -> float:
+    """`--convert-timeout` seconds: a positive number."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value!r}")
+    return seconds
+
+
 def add_memory_budget_option(p: argparse.ArgumentParser) -> None:
-    """`--memory-budget SIZE` for commands that load traces (trntui/memory.py)."""
+    """`--memory-budget SIZE` (trntui/memory.py) and `--convert-timeout SECONDS` (raw Neuron captures) for
+    commands that load traces."""
+    p.add_argument(
+        "--convert-timeout",
+        metavar="SECONDS",
+        type=convert_timeout,
+        help="most time neuron-explorer may take to convert a raw Neuron capture (.pb/.ntff) before the framework "
+        "trace is shown alone with the command to run by hand (default: $TRNTUI_CONVERT_TIMEOUT, else 300)",
+    )
     p.add_argument(
         "--memory-budget",
         metavar="SIZE",

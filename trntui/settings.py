@@ -9,6 +9,8 @@ environment, and nothing writes it.
 - `TRNTUI_NO_CACHE=1`: never read or write the parsed-profile cache.
 - `TRNTUI_CACHE_MIN_BYTES`: runs whose inputs are smaller than this are not cached (default 8 MB).
 - `TRNTUI_NO_PROGRESS=1`: no progress line on the terminal.
+- `TRNTUI_CONVERT_TIMEOUT`: seconds a neuron-explorer conversion of a raw Neuron capture may take (default 300;
+  `--convert-timeout` overrides it).
 - `TRNTUI_DEBUG=1`: unexpected errors show their traceback.
 """
 
@@ -55,3 +57,15 @@ def progress_enabled() -> bool:
 
 def debug() -> bool:
     return bool(os.environ.get("TRNTUI_DEBUG"))
+
+
+DEFAULT_CONVERT_TIMEOUT_S = 300.0
+
+
+def convert_timeout() -> float:
+    """`$TRNTUI_CONVERT_TIMEOUT` in seconds (a positive number), else the default."""
+    try:
+        value = float(os.environ.get("TRNTUI_CONVERT_TIMEOUT", "") or DEFAULT_CONVERT_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_CONVERT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_CONVERT_TIMEOUT_S

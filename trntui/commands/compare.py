@@ -508,7 +508,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.session import LoadOptions
 
     rules = [parse_rule(t) for t in args.fail_if]  # bad rules fail (exit 2) before any loading
-    options = LoadOptions.from_env(memory_budget=args.memory_budget)
+    options = LoadOptions.from_env(memory_budget=args.memory_budget, convert_timeout=args.convert_timeout)
     headless = args.no_tui or args.format is not None or bool(rules) or not _is_tty()
     if not headless:
         return launch_compare(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options)

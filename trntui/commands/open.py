@@ -54,5 +54,5 @@ def launch(
 def run(args: argparse.Namespace) -> int:
     from trntui.session import LoadOptions
 
-    options = LoadOptions.from_env(memory_budget=args.memory_budget)
+    options = LoadOptions.from_env(memory_budget=args.memory_budget, convert_timeout=args.convert_timeout)
     return launch(args.path, args.run, steps=args.steps, window=args.window, options=options)

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from trntui.report_overview import json_document, render
     from trntui.textsafe import safe_text
 
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not args.no_cache)
+    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not args.no_cache,
+                                   convert_timeout=args.convert_timeout)
     runs = find_runs(Path(args.path))
     many = len(runs) > 1
     docs = []

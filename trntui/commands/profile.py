@@ -144,7 +144,8 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
     from trntui.capture.runner import CaptureRequest, capture, check_out_dir, default_out_dir
     from trntui.session import LoadOptions
 
-    options = LoadOptions.from_env(memory_budget=getattr(args, "memory_budget", None))  # a bad size fails now
+    options = LoadOptions.from_env(memory_budget=getattr(args, "memory_budget", None),
+                                   convert_timeout=getattr(args, "convert_timeout", None))  # a bad size fails now
     out = args.out if args.out is not None else default_out_dir(source.name)
     check_out_dir(out, args.force)  # fail before compiling anything
     workload = build_workload(source, context_for(setup, args.dtype, args.shape))
@@ -168,7 +169,7 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
     if not args.no_tui and sys.stdout.isatty():
         launch = _tui_launcher(several=len(result.variants) > 1)
         if launch is not None:
-            explicit = {"options": options} if getattr(args, "memory_budget", None) else {}  # else: the defaults
+            explicit = {"options": options} if getattr(args, "memory_budget", None) or getattr(args, "convert_timeout", None) else {}  # else: the defaults
             return int(launch(result.out, **explicit) or 0)
         print("trntui: the TUI is not available in this build; printing the summaries", file=sys.stderr)
     return print_summaries(result, args.sort, args.limit, options)

@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise TrntuiError(str(exc)) from None
     limit = None if args.limit is not None and args.limit < 0 else args.limit
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False))
+    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False),
+                                   convert_timeout=args.convert_timeout)
     runs = find_runs(Path(args.path))
     many = len(runs) > 1
     docs = []

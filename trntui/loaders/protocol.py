@@ -52,6 +52,9 @@ class LoadOptions:
     with `trntui.progress.reporting` (if any)."""
     cancelled: Callable[[], bool] | None = None
     """Polled between chunks: when it returns True the load stops with `trntui.progress.Cancelled`."""
+    convert_timeout: float | None = 300.0
+    """Seconds a conversion of a raw Neuron capture may take (all of neuron-explorer's routes together; None: no
+    limit); past it the framework trace loads alone with a note (trntui/loaders/neuron/convert.py)."""
 
     @classmethod
     def from_env(
@@ -61,6 +64,7 @@ class LoadOptions:
         cache: bool = True,
         progress: Reporter | None = None,
         cancelled: Callable[[], bool] | None = None,
+        convert_timeout: float | None = None,
     ) -> LoadOptions:
         """Options from explicit values (a command's flags) over the documented user variables.
 
@@ -78,6 +82,7 @@ class LoadOptions:
             cache_min_bytes=settings.cache_min_bytes(),
             progress=progress,
             cancelled=cancelled,
+            convert_timeout=convert_timeout if convert_timeout is not None else settings.convert_timeout(),
         )
 
     def resolved(self) -> LoadOptions:

@@ -1,30 +1,40 @@
 """Convert a raw Neuron capture (`ntrace.pb`, `trace_info.pb`, `.ntff`) with `neuron-explorer`, then load it.
 
 The `.pb` and `.ntff` files have no public schema (neuron-formats.md §4), so trntui never parses them. When a
-session holds only raw files:
+session holds only raw files and `neuron-explorer` is installed (PATH or `/opt/aws/neuron/bin`), trntui asks it
+for `view --help` and tries the documented non-interactive routes the installed version lists, in order:
 
-- with `neuron-explorer` on PATH: run `neuron-explorer view -d SESSION --output-format parquet --output-file OUT`
-  into a cache directory *outside* the profile (`<cache dir>/neuron/<hash>`, `LoadOptions.cache_dir`; the hash
-  covers the session path and its files' sizes and mtimes), printing the exact command and progress; the tool
-  runs with the cache directory as its working directory (Explorer drops stray files into the CWD);
-- with only the older `neuron-profile`: `neuron-profile view -d SESSION --output-format json --output-file
-  OUT/system_profile.json`;
-- with neither: say exactly which command to run on the Trn host (the framework trace still loads).
+1. `view -d SESSION --output-format parquet --output-file OUT` (+ `--ignore-device-profile` when listed: the
+   system trace is all trntui reads, and the device profile takes most of the time);
+2. `view -d SESSION --ingest-only --data-path D --display-name N`, then `D/profiles/global/N@latest/*.parquet`
+   (versions that stop with `FATA Missing --display-name`);
+3. route 1 with `--disable-ui --force` (versions whose `view` starts the UI server: "ctrl-c to exit").
 
-The user's profile directory is never written to. No Trainium hardware or neuron-explorer binary was available
-while writing this: the command lines follow the documentation (`--output-format parquet`, `--output-file`), and
-the tests use a fake executable.
+Every run has stdin closed, its own process group, a working directory inside the cache (Explorer drops stray
+files into its CWD), and one overall timeout (`LoadOptions.convert_timeout`, `--convert-timeout`, default a few
+minutes); a tool that announces its UI server is stopped at once. A route that fails, times out or leaves an
+unreadable or partial export is discarded (nothing half-written is kept). When no route works, trace.json loads
+alone and one note gives the exact command to run by hand; without trace.json that is a one-line error. The
+older `neuron-profile` has one route (`--output-format json`).
+
+Conversions are kept in `<cache dir>/neuron/<hash>` (the hash covers the session path and its files' names,
+sizes and mtimes) and then read like any other export, so the parsed profile is cached too. The user's profile
+directory is never written to. No Trainium hardware or neuron-explorer binary was available: the flags follow
+the documentation and third-party scripts (neuron-formats.md §5, §12), and the tests use fake executables.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 import time
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -81,19 +91,168 @@ def find_tool() -> tuple[str, str] | None:
     return None
 
 
-def command_for(tool: str, exe: str, session_dir: Path, out: Path) -> list[str]:
+DEFAULT_TIMEOUT_S = 300.0
+"""Default of `--convert-timeout`: all routes together (a few minutes; large captures need `--convert-timeout`)."""
+HELP_TIMEOUT_S = 20.0
+UI_MARKERS = ("ctrl-c to exit", "ctrl+c to exit", "press ctrl-c", "press ctrl+c")
+"""Output that means the tool started its UI server instead of converting (it would never exit)."""
+DISPLAY_NAME = "trntui"
+
+
+@dataclass
+class Route:
+    """One way to run the tool: the command, where its export lands, and what to tell a human."""
+
+    name: str
+    argv: list[str]
+    export_dir: Path
+
+
+def _flags(help_text: str) -> set[str]:
+    return set(re.findall(r"--[a-z][a-z0-9-]*", help_text))
+
+
+def tool_help(exe: str, cwd: Path) -> str:
+    """`<tool> view --help` (else `<tool> --help`): its output, "" when it fails or hangs (stdin closed, with a
+    short timeout; a hanging `--help` is killed with its process group)."""
+    for argv in ([exe, "view", "--help"], [exe, "--help"]):
+        rc, out, _why = _run(argv, cwd, cwd / "help.log", HELP_TIMEOUT_S, lambda _m: None)
+        if out.strip() and rc is not None:
+            return out
+    return ""
+
+
+def routes(tool: str, exe: str, session_dir: Path, work: Path, help_text: str) -> list[Route]:
+    """The documented non-interactive routes the installed tool's help lists, in the order they are tried."""
+    out = work / "export"
     if tool == "neuron-profile":
-        return [exe, "view", "-d", str(session_dir), "--output-format", "json", "--output-file", str(out / "system_profile.json")]
-    return [exe, "view", "-d", str(session_dir), "--output-format", "parquet", "--output-file", str(out)]
+        return [Route("json", [exe, "view", "-d", str(session_dir), "--output-format", "json", "--output-file",
+                               str(out / "system_profile.json")], out)]
+    flags = _flags(help_text)
+    known = bool(flags)
+    lean = ["--ignore-device-profile"] if "--ignore-device-profile" in flags else []
+    parquet = [exe, "view", "-d", str(session_dir), "--output-format", "parquet", "--output-file", str(out)] + lean
+    found: list[Route] = []
+    if not known or {"--output-format", "--output-file"} <= flags:
+        found.append(Route("parquet", parquet, out))
+    if {"--ingest-only", "--data-path"} <= flags:
+        data = work / "data"
+        found.append(Route("ingest", [exe, "view", "-d", str(session_dir), "--ingest-only", "--data-path", str(data),
+                                      "--display-name", DISPLAY_NAME] + lean,
+                           data / "profiles" / "global" / f"{DISPLAY_NAME}@latest"))
+    if "--disable-ui" in flags:
+        found.append(Route("disable-ui", parquet + ["--disable-ui"] + (["--force"] if "--force" in flags else []), out))
+    if not found:  # the help lists none of the documented flags: try the documented default anyway
+        found.append(Route("parquet", parquet, out))
+    return found
 
 
-def manual_command(session_dir: Path) -> str:
-    """The command to run on a host with the Neuron tools (aws-neuronx-tools)."""
+def manual_command(session_dir: Path, help_text: str = "") -> str:
+    """The command to run by hand on a host with the Neuron tools (aws-neuronx-tools)."""
     out = f"{session_dir.name}_parquet"
-    return (
+    flags = _flags(help_text)
+    cmd = (
         f"neuron-explorer view -d {shlex.quote(str(session_dir))} --output-format parquet "
         f"--output-file {shlex.quote(out)}"
     )
+    if "--ignore-device-profile" in flags:
+        cmd += " --ignore-device-profile"
+    if "--disable-ui" in flags:
+        cmd += " --disable-ui"
+    return cmd
+
+
+def _run(argv: list[str], cwd: Path, log_path: Path, timeout: float, say: Callable[[str], None]) -> tuple[int | None, str, str]:
+    """Run `argv` with stdin closed in its own process group; (exit code or None, output tail, why it was
+    stopped). Stopped at the deadline, or at once when it announces a UI server."""
+    t0 = time.monotonic()
+    with log_path.open("wb") as log:
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:
+            return None, "", f"could not start: {exc}"
+        last = t0
+        why = ""
+        rc: int | None = None
+        while True:
+            try:
+                rc = proc.wait(timeout=0.25)
+                break
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+                if now - t0 > timeout:
+                    why = f"timed out after {timeout:.0f} s"
+                elif any(m in _tail(log_path, 4096).lower() for m in UI_MARKERS):
+                    why = "started its UI server instead of converting (\"ctrl-c to exit\")"
+                if why:
+                    _stop(proc)
+                    rc = None
+                    break
+                if now - last >= 10:
+                    say(f"... still running ({now - t0:.0f} s of at most {timeout:.0f} s)")
+                    last = now
+    return rc, _tail(log_path, 2000), why
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Terminate the process group (a tool may have started a server child), then kill what is left."""
+    import signal
+
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _tail(path: Path, n: int) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(size - n, 0))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def export_problem(path: Path, fmt: str) -> str | None:
+    """Why an export a route left cannot be read (partial or damaged), None when it can."""
+    if fmt == "parquet":
+        from trntui.loaders.neuron.parquet import EVENTS, table_files
+
+        try:
+            import pyarrow.parquet as pq
+
+            for f in table_files(path, EVENTS):
+                meta = pq.ParquetFile(f).schema_arrow
+                if "name" not in meta.names:
+                    return f"{f.name} has no name column"
+        except Exception as exc:  # noqa: BLE001 - any pyarrow failure means a partial file
+            return f"unreadable {EVENTS} Parquet ({type(exc).__name__})"
+        return None
+    try:
+        if path.stat().st_size < 64 << 20:
+            import json
+
+            json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        return f"unreadable JSON export ({type(exc).__name__})"
+    return None
+
+
+class ConversionFailed(LoadError):
+    """No route produced a readable export; `manual` is the command to run by hand."""
+
+    def __init__(self, path: Path, message: str, manual: str) -> None:
+        super().__init__(path, message)
+        self.manual = manual
 
 
 def find_export(directory: Path) -> tuple[Path, str] | None:
@@ -116,20 +275,26 @@ def find_export(directory: Path) -> tuple[Path, str] | None:
 
 
 def cached_export(session_dir: Path, cache_dir: Path | None = None) -> tuple[Path, str] | None:
+    """The export of a finished conversion of this session (its files unchanged), else None."""
     out = cache_dir_for(session_dir, cache_dir)
-    if (out / DONE_MARKER).is_file():
-        return find_export(out / "export")
-    return None
+    try:
+        marker = json.loads((out / DONE_MARKER).read_text(encoding="utf-8"))
+        path, fmt = out / marker["export"], marker["format"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (path, fmt) if path.exists() and fmt in ("parquet", "json") else None
 
 
 def convert(
     session_dir: Path,
     *,
     progress: Callable[[str], None] | None = None,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
     cache_dir: Path | None = None,
 ) -> tuple[Path, str]:
-    """Convert one session into the cache (or reuse a previous conversion). Returns (export path, format)."""
+    """Convert one session into the cache (or reuse a previous conversion). Returns (export path, format).
+    Raises `ConversionFailed` (with the command to run by hand) when no route gives a readable export within
+    `timeout` seconds (all routes together; None: no limit)."""
     session_dir = Path(session_dir)
     say = progress or (lambda msg: print(f"trntui: {safe_text(msg)}", file=sys.stderr, flush=True))
     hit = cached_export(session_dir, cache_dir)
@@ -138,73 +303,99 @@ def convert(
         return hit
     found = find_tool()
     if found is None:
-        raise LoadError(
+        manual = manual_command(session_dir)
+        raise ConversionFailed(
             session_dir,
             "holds only raw Neuron files (ntrace.pb / .ntff), and neuron-explorer is not installed here; run on the "
-            f"Trn host: {manual_command(session_dir)} and open the output directory (or this directory with it inside)",
+            f"Trn host: {manual} and open the output directory (or this directory with it inside)",
+            manual,
         )
     tool, exe = found
     final = cache_dir_for(session_dir, cache_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
-    work = final.parent / f".{final.name}.tmp{os.getpid()}"
-    if work.exists():
-        shutil.rmtree(work, ignore_errors=True)
-    (work / "export").mkdir(parents=True)
-    cmd = command_for(tool, exe, session_dir, work / "export")
-    say(f"converting {session_dir} with {tool} (large captures take minutes)")
-    say("$ " + " ".join(shlex.quote(c) for c in cmd))
+    base = final.parent / f".{final.name}.tmp{os.getpid()}"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    limit = float("inf") if timeout is None else max(float(timeout), 0.0)
     t0 = time.monotonic()
-    log_path = work / "convert.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        last = t0
-        while True:
-            try:
-                rc = proc.wait(timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                now = time.monotonic()
-                if timeout is not None and now - t0 > timeout:
-                    proc.kill()
-                    proc.wait()
-                    raise LoadError(session_dir, f"{tool} did not finish within {timeout:.0f} s") from None
-                if now - last >= 10:
-                    say(f"... {tool} still running ({now - t0:.0f} s)")
-                    last = now
-    tail = log_path.read_text(encoding="utf-8", errors="replace")[-2000:].strip()
-    if rc != 0:
-        shutil.rmtree(work, ignore_errors=True)
-        last_line = tail.splitlines()[-1] if tail else "no output"
-        raise LoadError(session_dir, f"{tool} failed (exit {rc}): {last_line}")
-    hit = find_export(work / "export")
-    if hit is None:
-        shutil.rmtree(work, ignore_errors=True)
-        raise LoadError(session_dir, f"{tool} finished but wrote no Parquet/JSON export ({tail[-300:] or 'no output'})")
-    (work / DONE_MARKER).write_text(" ".join(cmd) + "\n", encoding="utf-8")
-    if final.exists():
-        shutil.rmtree(final, ignore_errors=True)
-    os.replace(work, final)
-    say(f"converted in {time.monotonic() - t0:.1f} s into {final}")
-    return find_export(final / "export")  # type: ignore[return-value]
+    help_text = tool_help(exe, base) if tool == "neuron-explorer" else ""
+    manual = manual_command(session_dir, help_text)
+    failures: list[str] = []
+    try:
+        for k, route in enumerate(routes(tool, exe, session_dir, base, help_text)):
+            left = limit - (time.monotonic() - t0)
+            if left <= 0:
+                failures.append(f"{route.name}: not tried (time limit reached)")
+                continue
+            work = base / f"route{k}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            route = _rebase(route, base, work)
+            (work / "export").mkdir(exist_ok=True)
+            say(f"converting {session_dir} with {tool} (route {k + 1}: {route.name}; large captures take minutes)")
+            say("$ " + " ".join(shlex.quote(c) for c in route.argv))
+            rc, tail, why = _run(route.argv, work, work / "convert.log", left, say)
+            last = tail.strip().splitlines()[-1] if tail.strip() else "no output"
+            if rc is None:
+                failures.append(f"{route.name}: {why}")
+                continue
+            if rc != 0:
+                failures.append(f"{route.name}: exit {rc}: {last}")
+                continue
+            hit = find_export(route.export_dir)
+            if hit is None:
+                failures.append(f"{route.name}: wrote no Parquet/JSON export ({last})")
+                continue
+            problem = export_problem(*hit)
+            if problem:
+                failures.append(f"{route.name}: {problem} (a partial export)")
+                continue
+            # done: keep this route's directory as the cache entry
+            rel = hit[0].relative_to(work)
+            marker = {"command": route.argv, "route": route.name, "export": rel.as_posix(), "format": hit[1]}
+            (work / DONE_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            if final.exists():
+                shutil.rmtree(final, ignore_errors=True)
+            os.replace(work, final)
+            say(f"converted in {time.monotonic() - t0:.1f} s into {final}")
+            return final / rel, hit[1]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    raise ConversionFailed(
+        session_dir, f"{tool} could not convert it ({'; '.join(failures) or 'no route'})", manual
+    )
 
 
-def load_converted(source: Any, builder: Any, *, cache_dir: Path | None, has_framework: bool) -> None:
-    """Load a raw session (`NeuronSource`): convert it (or reuse the cached conversion) and read the export;
-    without the tool, a note (or an error when the session has no framework trace to show either)."""
+def _rebase(route: Route, old: Path, new: Path) -> Route:
+    """The route with paths under `old` moved under `new` (each route runs in a directory of its own)."""
+    def move(x: str) -> str:
+        return str(new / Path(x).relative_to(old)) if x.startswith(str(old) + os.sep) else x
+
+    return Route(route.name, [move(x) for x in route.argv], Path(move(str(route.export_dir))))
+
+
+def load_converted(source: Any, builder: Any, *, cache_dir: Path | None, has_framework: bool,
+                   timeout: float | None = DEFAULT_TIMEOUT_S) -> None:
+    """Load a raw session (`NeuronSource`): convert it (or reuse the cached conversion) and read the export.
+    When that is impossible (no tool, a failure, the time limit) trace.json loads alone with one note naming
+    the command to run by hand; with no trace.json either, a one-line `LoadError`."""
     from trntui.loaders.neuron.json_export import load_json_export
     from trntui.loaders.neuron.parquet import load_parquet_export
 
     session_dir = source.session_dir
-    if cached_export(session_dir, cache_dir) is None and find_tool() is None:
-        msg = (
-            f"{session_dir.name}: only raw Neuron files (ntrace.pb / .ntff) and neuron-explorer is not installed "
-            f"here; to see runtime and hardware rows run on the Trn host: {manual_command(session_dir)}"
-        )
+    try:
+        path, fmt = convert(session_dir, cache_dir=cache_dir, timeout=timeout)
+    except ConversionFailed as exc:
+        if "not installed" in str(exc):
+            msg = (f"{session_dir.name}: only raw Neuron files (ntrace.pb / .ntff) and neuron-explorer is not "
+                   f"installed here; to see runtime and hardware rows run on the Trn host: {exc.manual}")
+        else:
+            msg = (f"{session_dir.name}: {exc.problem}; showing the framework trace alone. To convert by hand: "
+                   f"{exc.manual} (then open the output directory)")
         if has_framework:
             builder.meta.notes.append(msg)
             return
-        raise LoadError(session_dir, msg.split(": ", 1)[1])
-    path, fmt = convert(session_dir, cache_dir=cache_dir)
+        raise LoadError(session_dir, msg.split(": ", 1)[1]) from None
     kwargs = dict(pid_filter=source.pid, label=f"{session_dir.name} (converted)", instance_hint=source.instance)
     if fmt == "parquet":
         load_parquet_export(path, builder, **kwargs)

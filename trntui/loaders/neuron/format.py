@@ -28,7 +28,8 @@ def load_source(source: NeuronSource, builder: ProfileBuilder, options: LoadOpti
     elif source.raw:
         from trntui.loaders.neuron.convert import load_converted
 
-        load_converted(source, builder, cache_dir=options.cache_dir, has_framework=has_framework)
+        load_converted(source, builder, cache_dir=options.cache_dir, has_framework=has_framework,
+                       timeout=options.convert_timeout)
     if source.mappings:
         rows = [r for p in source.mappings for r in read_mapping(p)]
         builder.meta.trace_meta.setdefault("neuron_mapping", []).extend(rows)
@@ -53,16 +54,26 @@ class NeuronFormat:
             load_source(source, builder, options, has_framework=bool(run.framework_traces))
 
     def inputs(self, run: Run) -> list[Path] | None:
-        """The framework trace, every file of the export and the mapping files; None for a converted raw
-        capture (its export is made at load time)."""
+        """The framework trace, every file of the export and the mapping files. A raw capture: its files plus
+        the cached conversion when there is one (converted output is cached like any input); None before its
+        first conversion (the export is made at load time)."""
         source = run.source
         if not isinstance(source, NeuronSource) or not source.extra:
             return list(run.framework_traces)
-        if source.export is None:
-            return None
         export = source.export
+        raw_files: list[Path] = []
+        if export is None and source.raw:
+            from trntui.loaders.neuron.convert import cached_export
+
+            hit = cached_export(source.session_dir)
+            if hit is None:
+                return None
+            export = hit[0]
+            raw_files = sorted(p for p in source.session_dir.iterdir() if p.is_file() and p not in run.framework_traces)
+        if export is None:
+            return None
         files = sorted(f for f in export.rglob("*") if f.is_file()) if export.is_dir() else [export]
-        return list(run.framework_traces) + files + sorted(source.mappings)
+        return list(run.framework_traces) + raw_files + files + sorted(source.mappings)
 
 
 FORMAT = NeuronFormat()
