@@ -15,6 +15,7 @@ torch is imported inside functions only.
 from __future__ import annotations
 
 import glob
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ NEURON_CORES_DEFAULT = "0"
 
 # NeuronConfig keyword arguments trntui may pass, least documented first: when the installed torch-neuronx
 # rejects an option without naming it, the first one still present in this order is dropped.
-NEURON_OPTIONAL_ORDER = ("correlate_device_time", "max_events_per_nc", "capture_enabled_for_nc")
+NEURON_OPTIONAL_ORDER = ("correlate_device_time", "neff_cache_dir", "max_events_per_nc", "capture_enabled_for_nc")
 NEURON_REQUIRED = ("modes", "profile_output_dir")
 
 
@@ -178,6 +179,10 @@ class ProfilerPlan:
     dropped_options: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     exporter: Any = None
+    session: Callable[[], Any] | None = None
+    """Set when the profiler is a context manager that runs `torch.profiler` itself (torch-neuronx's unified
+    `NeuronProfiler`): the runner runs the wait/warm-up steps before it and marks each recorded step with a
+    `ProfilerStep#N` record_function; `kwargs` is then unused."""
 
 
 def build_profiler_plan(
@@ -221,16 +226,35 @@ def _activity_name(activity: Any) -> str:
 
 
 def _neuron_plan(setup: DeviceSetup, out_dir: Path, common: dict[str, Any], desc: dict[str, Any]) -> ProfilerPlan:
+    """The plan for the installed torch-neuronx API generation (trntui/capture/neuron.py)."""
     from torch.profiler import ProfilerActivity
 
-    try:
-        from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
-    except ImportError as exc:
-        raise TrntuiError(
-            f"this torch_neuronx has no profiling API (torch_neuronx.profiling: {exc}); "
-            "trntui needs the native PyTorch profiling support (NeuronConfig, ProfileMode, NeuronProfiler)"
-        ) from None
+    from trntui.capture import neuron as nx
+
     options = setup.neuron or NeuronOptions()
+    api = nx.detect_api()
+    desc["neuron_api"] = api
+    desc["neuron_api_label"] = nx.API_LABELS[api]
+    if api == nx.UNIFIED:
+        session, dropped, warnings = nx.unified_plan(options, out_dir, bool(common.get("record_shapes")), desc)
+        desc["dropped_options"] = list(dropped)
+        return ProfilerPlan(kwargs={}, description=desc, dropped_options=list(dropped), warnings=warnings,
+                            session=session)
+    activities = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+    desc["activities"] = [_activity_name(a) for a in activities]
+    if api == nx.KINETO:
+        config, dropped, warnings = nx.kineto_plan(options, out_dir, desc)
+        trace_path = out_dir / "trace.json"
+
+        def export(prof: Any) -> None:
+            prof.export_chrome_trace(str(trace_path))
+
+        desc["dropped_options"] = list(dropped)
+        kwargs = {"activities": activities, "experimental_config": config, "on_trace_ready": export, **common}
+        return ProfilerPlan(kwargs=kwargs, description=desc, dropped_options=list(dropped), warnings=warnings)
+
+    from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+
     modes = []
     for mode in options.modes:
         value = getattr(ProfileMode, mode.upper(), None)
@@ -245,14 +269,14 @@ def _neuron_plan(setup: DeviceSetup, out_dir: Path, common: dict[str, Any], desc
         wanted["max_events_per_nc"] = options.max_events_per_nc
     if options.correlate_device_time:
         wanted["correlate_device_time"] = True
+    wanted["neff_cache_dir"] = str(os.environ.get(nx.NEFF_ENV) or nx.neff_cache_dir(out_dir))
     config, used, dropped = make_neuron_config(NeuronConfig, wanted)
     exporter = NeuronProfiler(config)
-    activities = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
     warnings = [
         f"this torch-neuronx's NeuronConfig does not accept {name}={wanted[name]!r}; capturing without it"
+        + (f" (${nx.NEFF_ENV} still points the NEFF cache into the profile)" if name == "neff_cache_dir" else "")
         for name in dropped
     ]
-    desc["activities"] = [_activity_name(a) for a in activities]
     desc["neuron_config"] = {k: ([_activity_name(m) for m in v] if k == "modes" else v) for k, v in used.items()}
     desc["dropped_options"] = list(dropped)
     kwargs = {

@@ -24,12 +24,14 @@ import shutil
 import socket
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from trntui import __version__
 from trntui.capture.devices import DeviceSetup, ScheduleSpec, build_profiler_plan, require_torch
+from trntui.capture.neuron import neff_cache_env
 from trntui.capture.workloads import Variant, Workload, _exc_line, input_dtypes, input_shapes
 from trntui.errors import TrntuiError
 
@@ -181,29 +183,55 @@ def _capture_variant(
     tag: str,
 ) -> tuple[Path, dict[str, Any], list[str]]:
     fn, args, kwargs = variant.fn, variant.args, variant.kwargs
-    progress(f"{tag}: warming up ({WARM_CALLS} calls; the first one compiles, if the variant is compiled)")
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        for _ in range(WARM_CALLS):
-            _call(fn, args, kwargs, "warm-up")
-            setup.synchronize()
-    plan = build_profiler_plan(setup, vdir, request.schedule, record_shapes=request.record_shapes,
-                               with_stack=request.with_stack)
-    for warning in plan.warnings:
-        print(f"trntui: warning: {warning}", file=sys.stderr, flush=True)
-    sched = request.schedule
-    progress(f"{tag}: warm in {time.perf_counter() - t0:.1f}s; profiling {sched.steps} steps "
-             f"(wait={sched.wait}, warmup={sched.warmup}, active={sched.active})")
-    with factory(**plan.kwargs) as prof:
-        for _ in range(sched.steps):
-            with torch.no_grad():
-                _call(fn, args, kwargs, "profiled step")
-            setup.synchronize()
-            prof.step()
+    neff: dict[str, Any] = {}
+    # Neuron: NEFFs compiled during the warm-up go to <variant>/neff_cache, from where NRT copies them into the
+    # profile when it stops (trntui/capture/neuron.py)
+    env = neff_cache_env(vdir, neff) if setup.kind == "neuron" else nullcontext()
+    with env:
+        progress(f"{tag}: warming up ({WARM_CALLS} calls; the first one compiles, if the variant is compiled)")
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            for _ in range(WARM_CALLS):
+                _call(fn, args, kwargs, "warm-up")
+                setup.synchronize()
+        plan = build_profiler_plan(setup, vdir, request.schedule, record_shapes=request.record_shapes,
+                                   with_stack=request.with_stack)
+        plan.description.update(neff)
+        for warning in plan.warnings:
+            print(f"trntui: warning: {warning}", file=sys.stderr, flush=True)
+        sched = request.schedule
+        progress(f"{tag}: warm in {time.perf_counter() - t0:.1f}s; profiling {sched.steps} steps "
+                 f"(wait={sched.wait}, warmup={sched.warmup}, active={sched.active})")
+        if plan.session is not None:
+            _run_session(torch, plan, sched, fn, args, kwargs, setup)
+        else:
+            with factory(**plan.kwargs) as prof:
+                for _ in range(sched.steps):
+                    with torch.no_grad():
+                        _call(fn, args, kwargs, "profiled step")
+                    setup.synchronize()
+                    prof.step()
     trace = find_trace(vdir)
     if trace is None:
-        raise TrntuiError(f"the profiler wrote no trace.json under {vdir}")
+        raise TrntuiError(f"the profiler wrote no framework trace (trace.json / pytorch_trace.json) under {vdir}")
     return trace, plan.description, plan.warnings
+
+
+def _run_session(torch: Any, plan: Any, sched: Any, fn: Any, args: tuple, kwargs: dict[str, Any], setup: Any) -> None:
+    """A profiler that is a context manager without a schedule (torch-neuronx's unified NeuronProfiler): the
+    wait and warm-up steps run before it, each recorded step is named `ProfilerStep#N` as prof.step() names it,
+    and the device is synchronised inside the step."""
+    first = sched.wait + sched.warmup
+    with torch.no_grad():
+        for _ in range(first):
+            _call(fn, args, kwargs, "unrecorded step")
+            setup.synchronize()
+    with plan.session():
+        for k in range(sched.active):
+            with torch.profiler.record_function(f"ProfilerStep#{first + k}"):
+                with torch.no_grad():
+                    _call(fn, args, kwargs, "profiled step")
+                setup.synchronize()
 
 
 def _call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], when: str) -> Any:
@@ -215,16 +243,36 @@ def _call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], when: str
         raise TrntuiError(f"the workload raised {_exc_line(exc)} during {when}") from exc
 
 
+FRAMEWORK_TRACES = ("trace.json", "trace.json.gz", "neuron_framework_trace_rank_", "pytorch_trace.json",
+                    "neuron_trace.json", ".pt.trace.json")
+"""Framework-trace names the Neuron API generations write, most specific first (neuron-formats.md §3)."""
+
+
+def _trace_rank(name: str) -> int | None:
+    for k, pattern in enumerate(FRAMEWORK_TRACES):
+        if pattern.endswith("_"):
+            if name.startswith(pattern) and name.endswith((".json", ".json.gz")):
+                return k
+        elif pattern.startswith("."):
+            if pattern in name:
+                return k
+        elif name == pattern:
+            return k
+    return None
+
+
 def find_trace(vdir: Path) -> Path | None:
-    """The framework trace of a variant: `trace.json` directly, else the newest one torch-neuronx wrote below."""
+    """The framework trace of a variant: `trace.json` directly, else the one torch-neuronx wrote below
+    (`trace.json`, `neuron_framework_trace_rank_<N>.json`, `pytorch_trace.json`, `neuron_trace.json`,
+    `*.pt.trace.json`; by that preference, then the newest)."""
     direct = vdir / "trace.json"
     if direct.is_file():
         return direct
-    found = [p for p in vdir.rglob("*") if p.is_file() and (p.name in ("trace.json", "trace.json.gz")
-                                                              or ".pt.trace.json" in p.name)]
+    found = [(r, p) for p in vdir.rglob("*") if p.is_file() and (r := _trace_rank(p.name)) is not None]
     if not found:
         return None
-    return max(found, key=lambda p: (p.stat().st_mtime, str(p)))
+    best = min(r for r, _ in found)
+    return max((p for r, p in found if r == best), key=lambda p: (p.stat().st_mtime, str(p)))
 
 
 # ------------------------------------------------------------------------------------------------ manifest

@@ -30,13 +30,16 @@ from trntui.loaders.kineto.discover import is_chrome_trace
 
 SESSION_RX = re.compile(r"(?P<inst>i-[0-9a-f]+|[A-Za-z0-9][A-Za-z0-9.-]*?)_pid_(?P<pid>\d+)")
 RANK_TRACE_RX = re.compile(r"neuron_framework_trace_rank_(\d+)\.json(\.gz)?")
-NEFF_RX = re.compile(r"neff_(?P<hash>\d+)(?:_vnc_(?P<vnc>\d+))?\.neff|graph_(?P<graph>[0-9A-Za-z]+)\.neff")
+NEFF_RX = re.compile(r"neff_(?P<hash>[0-9A-Za-z]+)(?:_vnc_(?P<vnc>\d+))?\.neff|graph_(?P<graph>[0-9A-Za-z]+)\.neff")
+"""NEFF names; the hash is usually a number but need not be (a NEFF is any `*.neff`)."""
 NTFF_RX = re.compile(
-    r"(?P<hash>\d+)_instid_(?P<inst>\d+)_vnc_(?P<vnc>\d+)\.ntff"
-    r"|(?P<hash2>\d+)_vnc_(?P<vnc2>\d+)\.ntff"
+    r"(?P<hash>[0-9A-Za-z]+)_instid_(?P<inst>\d+)_vnc_(?P<vnc>\d+)\.ntff"
+    r"|(?P<hash2>[0-9A-Za-z]+)_vnc_(?P<vnc2>\d+)\.ntff"
     r"|profile_nc_(?P<nc>\d+)_session_(?P<session>\d+)\.ntff"
     r"|profile(?:_rank_(?P<rank>\d+)|_exec_(?P<exec>\d+))?\.ntff"
 )
+NEFF_CACHE_DIR = "neff_cache"
+"""Where `trntui profile` points torch-neuronx's NEFF cache inside a variant (trntui/capture/neuron.py)."""
 MAPPING_RX = re.compile(r"framework_mapping_\d{8}_\d{6}_\d{3}\.json")
 PB_FILES = {"ntrace.pb": "system trace", "trace_info.pb": "system trace metadata", "cpu_util.pb": "host CPU samples",
             "host_mem.pb": "host memory samples"}
@@ -293,12 +296,16 @@ def scan(path: Path) -> Layout:
         for f in s.files:
             if f.kind == "framework trace" and f.path not in s.framework:
                 f.note = "not loaded: another framework trace of this session was preferred"
-        # vLLM: neuron_profiles/neffs/ beside the _pid_ dirs
+        # vLLM: neuron_profiles/neffs/ beside the _pid_ dirs; trntui profile: the NEFF cache it pointed
+        # torch-neuronx at (<variant>/neff_cache/, nested compiler-cache directories)
         capture_root = (s.pid_dir or s.dir).parent
-        neffs = capture_root / "neffs"
-        if neffs.is_dir():
-            s.neff_dirs.append(neffs)
-            s.files += [f for f in tree.get(neffs, []) if f.kind == "neff"]
+        for sibling in ("neffs", NEFF_CACHE_DIR):
+            neffs = capture_root / sibling
+            if neffs.is_dir() and not _under(s.dir, neffs):
+                s.neff_dirs.append(neffs)
+                s.files += [f for d, infos in tree.items() if _under(d, neffs) for f in infos if f.kind == "neff"]
+
+    _attach_parent_traces(sessions, tree)
 
     _attach_exports(layout, sessions, tree)
     _ranks_and_names(root, sessions)
@@ -316,6 +323,53 @@ def scan(path: Path) -> Layout:
             layout.other_traces.append(f.path)
     layout.sessions = sorted(sessions, key=lambda s: s.name)
     return layout
+
+
+def _attach_parent_traces(sessions: list[Session], tree: dict[Path, list[FileInfo]]) -> None:
+    """torch-neuronx's unified NeuronProfiler writes `pytorch_trace.json` and `framework_mapping_*.json` into
+    its output directory and NRT its `<instance>_pid_<pid>/` beside them: a session without a framework trace
+    takes the one in its `_pid_` directory's parent (the only session there, else the one whose pid the trace
+    names)."""
+    by_parent: dict[Path, list[Session]] = {}
+    for s in sessions:
+        if s.pid_dir is not None and not s.framework:
+            by_parent.setdefault(s.pid_dir.parent, []).append(s)
+    for parent, members in by_parent.items():
+        infos = tree.get(parent, [])
+        traces = [f for f in infos if f.kind == "framework trace"]
+        if not traces:
+            continue
+        if len(members) > 1:
+            chosen = {}
+            for f in traces:
+                pid = _trace_pid(f.path)
+                owner = [m for m in members if pid is not None and m.pid == pid]
+                if owner:
+                    chosen.setdefault(id(owner[0]), (owner[0], []))[1].append(f)
+            pairs = list(chosen.values())
+        else:
+            pairs = [(members[0], traces)]
+        for s, found in pairs:
+            s.files += found + [f for f in infos if f.kind == "mapping"]
+            s.framework = _pick_framework([f.path for f in found])
+            for f in found:
+                if f.path not in s.framework:
+                    f.note = "not loaded: another framework trace of this session was preferred"
+
+
+def _trace_pid(path: Path) -> int | None:
+    """The process id most events in the head of a chrome trace name."""
+    if path.name.endswith(".gz"):
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return None
+    pids = re.findall(rb'"pid"\s*:\s*"?(\d+)', head)
+    if not pids:
+        return None
+    return int(max(set(pids), key=pids.count))
 
 
 def _export_pids(e: Export) -> set[int]:
