@@ -20,7 +20,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
-from trntui.tui.commands import ActionsProvider
+from trntui.tui.commands import ActionsProvider, NamesProvider
 from trntui.tui.messages import LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
@@ -69,7 +69,7 @@ class TrntuiApp(App[None]):
 
     CSS_PATH = Path(__file__).with_name("trntui.tcss")
     TITLE = "trntui"
-    COMMANDS = App.COMMANDS | {ActionsProvider}
+    COMMANDS = App.COMMANDS | {ActionsProvider, NamesProvider}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]
 
     BINDINGS = [
@@ -447,6 +447,38 @@ class TrntuiApp(App[None]):
         self.timeline.go_to_event(event)
         self.chain.show_event(event)
         self._titles()
+
+    def palette_names(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(title, help, callback) for every op of the table and the most frequent event names."""
+        if self.table is None or self.profile is None:
+            return []
+        cached = self.profile.cache.get(("palette_names", id(self.table)))
+        if cached is not None:
+            return cached
+        from trntui.tui.commands import MAX_EVENT_NAMES
+
+        out: list[tuple[str, str, Callable[[], object]]] = []
+        for row, name in enumerate(self.table.name):
+            device = self.table.device_type[row]
+            title = f"Op: {safe_text(name)}" + (f" [{device}]" if device != "CPU" else "")
+            calls = int(self.table.count[row])
+            out.append((title, f"{calls:,} call{'s' if calls != 1 else ''}: select it", lambda r=row: self.select_op(r)))
+        counts = np.bincount(self.profile.name, minlength=len(self.profile.names))
+        for name_id in np.argsort(-counts, kind="stable")[:MAX_EVENT_NAMES].tolist():
+            if counts[name_id] == 0:
+                break
+            name = self.profile.names[name_id]
+            out.append((f"Event: {safe_text(name)}", f"{int(counts[name_id]):,} events: find them on the timeline",
+                        lambda n=name: self.find_events(n)))
+        self.profile.cache[("palette_names", id(self.table))] = out
+        return out
+
+    def find_events(self, name: str) -> None:
+        """Search the timeline for events named exactly `name` and focus it."""
+        import re
+
+        self.timeline.focus()
+        self.timeline.search(f"^{re.escape(name)}$")
 
     def action_compare(self) -> None:
         """Compare every run under the path (summary + op diff; trntui.tui.compare)."""

@@ -47,6 +47,7 @@ class ChainView(ScrollView, can_focus=True):
         Binding("enter", "show_hop", "Show on timeline", id="chain-show-hop"),
         Binding("down,j", "cursor(1)", "Next line", show=False, id="chain-down"),
         Binding("up,k", "cursor(-1)", "Previous line", show=False, id="chain-up"),
+        Binding("y", "copy_name", "Copy the hop's name", show=False, id="chain-copy"),
     ]
 
     COMPONENT_CLASSES = {"chain--title", "chain--muted", "chain--missing", "chain--name", "chain--hw", "chain--cursor"}
@@ -229,6 +230,31 @@ class ChainView(ScrollView, can_focus=True):
         elif self.cursor_line >= top + height:
             self.scroll_to(y=self.cursor_line - height + 1, animate=False, immediate=True)
         self.refresh()
+
+    def action_copy_name(self) -> None:
+        """Copy the name of the hop under the cursor (else the chained event) to the clipboard (OSC 52)."""
+        if self.profile is None:
+            return
+        event = self.line_events[self.cursor_line] if 0 <= self.cursor_line < len(self.line_events) else -1
+        event = event if event >= 0 else self.event
+        if event < 0:
+            return
+        name = self.profile.name_of(event)
+        self.app.copy_to_clipboard(name)
+        self.notify(f"copied {truncate(safe_text(name), 60)}", markup=False)
+
+    def on_click(self, event) -> None:  # events.Click
+        """Click: cursor to that line; double click on a hop: show it on the timeline."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        line = int(self.scroll_offset.y) + offset.y
+        if 0 <= line < len(self.lines):
+            self.cursor_line = line
+            self.focus()
+            self.refresh()
+            if event.chain >= 2:
+                self.action_show_hop()
 
     def action_show_hop(self) -> None:
         event = self.line_events[self.cursor_line] if 0 <= self.cursor_line < len(self.line_events) else -1

@@ -88,6 +88,27 @@ def _format(table: "OpTable", key: str, k: int, extra: dict[str, np.ndarray] | N
     return format_time(value)
 
 
+def table_csv(table: "OpTable", rows: np.ndarray, columns: list[Column], extra: dict[str, np.ndarray] | None) -> str:
+    """The table rows `rows` (in that order) as CSV with a header: name, device type, then `columns`' values
+    unformatted (times in µs, like torch's table); names are made safe for spreadsheets."""
+    import csv
+    import io
+
+    from trntui.textsafe import csv_safe
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    numeric = [c for c in columns if c.numeric]
+    writer.writerow(["name", "device_type", *[c.title for c in numeric]])
+    for k in rows.tolist():
+        values = []
+        for c in numeric:
+            v = extra[c.key][k] if extra and c.key in extra else getattr(table, c.key)[k]
+            values.append(int(v) if c.key == "count" else round(float(v), 3))
+        writer.writerow([csv_safe(table.name[k]), csv_safe(table.device_type[k]), *values])
+    return buf.getvalue()
+
+
 def _fit(text: str, width: int, right: bool) -> str:
     if len(text) > width:
         text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
@@ -122,6 +143,8 @@ class OpTableView(ScrollView, can_focus=True):
         Binding("m", "toggle_spread", "Min / avg / max columns", show=False, id="ops-spread"),
         Binding("L", "select('longest')", "Longest instance", show=False, id="ops-longest"),
         Binding("i", "select('instances')", "Instance list", show=False, id="ops-instances"),
+        Binding("y", "copy_name", "Copy the op's name", show=False, id="ops-copy"),
+        Binding("w", "save_csv", "Save the rows shown as CSV", show=False, id="ops-save-csv"),
     ]
 
     COMPONENT_CLASSES = {"op-table--header", "op-table--cursor", "op-table--selected"}
@@ -287,6 +310,54 @@ class OpTableView(ScrollView, can_focus=True):
         self._cache.clear()
         self.refresh()
         self.post_message(self.OpSelected(self, self.selected_row, then))
+
+    def action_copy_name(self) -> None:
+        """Copy the name of the op under the cursor to the terminal's clipboard (OSC 52)."""
+        if self.table is None or len(self.view) == 0:
+            return
+        name = self.table.name[int(self.view[self.cursor])]
+        self.app.copy_to_clipboard(name)
+        self.notify(f"copied {safe_text(name)[:60]}", markup=False)
+
+    def action_save_csv(self) -> None:
+        """Ask for a file name, then write the rows shown (filtered, in their order) as CSV."""
+        if self.table is None:
+            return
+        from trntui.tui.screens.prompt import PromptScreen
+
+        def save(path: str | None) -> None:
+            if path:
+                self.save_csv(path)
+
+        what = f"{len(self.view):,} rows" + (f" matching /{self.pattern.pattern}/" if self.pattern else "")
+        self.app.push_screen(PromptScreen(f"Save the {safe_text(what)} as CSV to:", "trntui-ops.csv"), save)
+
+    def save_csv(self, path: str) -> bool:
+        """Write the rows shown to `path` as CSV; a notice says where (or why not)."""
+        from pathlib import Path
+
+        target = Path(path).expanduser()
+        try:
+            target.write_text(table_csv(self.table, self.view, self.columns, self.spread), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"could not save {safe_text(str(target))}: {safe_text(exc.strerror or str(exc))}",
+                        severity="error", markup=False)
+            return False
+        self.notify(f"saved {len(self.view):,} rows to {safe_text(str(target))}", markup=False)
+        return True
+
+    def on_click(self, event) -> None:  # events.Click
+        """Click: cursor to that row; double click: select it (Enter)."""
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y == 0 or self.table is None:
+            return
+        position = int(self.scroll_offset.y) + offset.y - 1
+        if 0 <= position < len(self.view):
+            self.cursor = position
+            self.focus()
+            self.refresh()
+            if event.chain >= 2:
+                self.action_select()
 
     def action_toggle_spread(self) -> None:
         """Show or hide the Min / Avg / Max instance-duration columns (after # Calls)."""

@@ -1,0 +1,45 @@
+"""A one-line question over the app (e.g. where to save a CSV): Enter returns the text, Esc returns None."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+
+class PromptScreen(ModalScreen["str | None"]):
+    """`question` above an input holding `default`."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False, id="prompt-cancel")]
+
+    DEFAULT_CSS = """
+    PromptScreen { align: center middle; }
+    PromptScreen > Vertical { width: 80%; max-width: 100; height: auto; border: round $accent; background: $surface; padding: 0 1; }
+    PromptScreen Input { border: none; height: 1; padding: 0; }
+    """
+
+    def __init__(self, question: str, default: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(self.question), markup=False)
+            yield Input(self.default, id="prompt-input")
+            yield Static(Text("Enter: OK · Esc: cancel", style="dim"), markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
