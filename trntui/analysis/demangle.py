@@ -11,9 +11,9 @@ not demangle either) names are left as they are.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import sys
+from collections.abc import Iterator
 from typing import Any, Callable
 
 
@@ -22,8 +22,7 @@ def _runtime() -> tuple[Any, Callable[[Any], None]] | None:
     """(`__cxa_demangle`, `free`) from the process's C++ runtime, or None."""
     if sys.platform.startswith("win"):
         return None
-    candidates = ["libstdc++.so.6", "libc++abi.dylib", "libc++.1.dylib"]
-    for name in candidates + [ctypes.util.find_library("stdc++"), ctypes.util.find_library("c++abi")]:
+    for name in _library_names():
         if not name:
             continue
         try:
@@ -40,6 +39,16 @@ def _runtime() -> tuple[Any, Callable[[Any], None]] | None:
         free.restype = None
         return fn, free
     return None
+
+
+def _library_names() -> Iterator[str | None]:
+    """Library names to try, cheapest first: `find_library` runs ldconfig or a compiler in a subprocess (tens of
+    ms), so it is asked only when the usual names do not load."""
+    yield from ("libstdc++.so.6", "libc++abi.dylib", "libc++.1.dylib")
+    import ctypes.util  # imports subprocess: only when needed
+
+    yield ctypes.util.find_library("stdc++")
+    yield ctypes.util.find_library("c++abi")
 
 
 def available() -> bool:

@@ -168,15 +168,17 @@ def build_links(profile: Profile) -> Links:
     runtime_of = np.full(n, NO_ID, np.int64)
     keys = thread_keys(profile)
 
-    ext = profile.ext
-    corr = profile.corr
-    ops = np.nonzero(frontend & (ext > 0))[0]
-    op_ext = ext[ops]
-    o = np.argsort(op_ext, kind="stable")
-    op_ext_sorted, ops_sorted = op_ext[o], ops[o]
+    rt = np.nonzero(runtime)[0]
+    dv = np.nonzero(device)[0]
+    if len(rt) or len(dv):  # the link columns are read only when some row links (else they may stay unparsed)
+        ext = profile.ext
+        corr = profile.corr
+        ops = np.nonzero(frontend & (ext > 0))[0]
+        op_ext = ext[ops]
+        o = np.argsort(op_ext, kind="stable")
+        op_ext_sorted, ops_sorted = op_ext[o], ops[o]
 
     # runtime rows -> op
-    rt = np.nonzero(runtime)[0]
     if len(rt):
         cand = _lookup(op_ext_sorted, ops_sorted, ext[rt])
         cand = np.where(ext[rt] > 0, cand, NO_ID)
@@ -201,7 +203,6 @@ def build_links(profile: Profile) -> Links:
             rule[missing[hit]] = Rule.CONTAINMENT
 
     # device rows -> runtime (correlation) and -> op
-    dv = np.nonzero(device)[0]
     if len(dv):
         rt_corr = corr[rt] if len(rt) else np.empty(0, np.int64)
         rc = np.argsort(rt_corr, kind="stable")

@@ -94,8 +94,12 @@ class ArgsStore(Sequence):
         """Pack raw args (bytes-like or None per event) into one blob."""
         if isinstance(raws, ArgsStore):
             return raws
-        present = [r if r is not None else b"" for r in raws]
-        lengths = np.fromiter(map(len, present), np.int64, count=len(present))
+        try:  # every event has args (the usual case): no list of substitutes
+            present = raws
+            lengths = np.fromiter(map(len, present), np.int64, count=len(present))
+        except TypeError:  # None for events without args
+            present = [r if r is not None else b"" for r in raws]
+            lengths = np.fromiter(map(len, present), np.int64, count=len(present))
         offsets = np.zeros(len(present) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return cls(b"".join(present), offsets[:-1], offsets[1:])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ class ProfileBuilder:
         self._flows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._count = 0
         self._time_order: np.ndarray | None = None
+        self._lazy_links: list[tuple[int, int, Callable[[list[Any]], tuple[np.ndarray, np.ndarray]]]] = []
         self.memory_budget: int | None = None
         """Bytes the load may use (trntui/memory.py), for loaders that check before reading; None: no limit."""
 
@@ -114,12 +115,18 @@ class ProfileBuilder:
         corr: np.ndarray | None = None,
         args_raw: Sequence[Any] | None = None,
         time_order: np.ndarray | None = None,
+        links_from_args: Callable[[list[Any]], tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> int:
         """Append a batch of events; returns the builder index of its first event (for flows). `time_order`: the
-        batch's order by (start, longest first) if the caller has it (`finish` reuses it for a single batch)."""
+        batch's order by (start, longest first) if the caller has it (`finish` reuses it for a single batch).
+        `links_from_args(raw args) -> (ext, corr)`: the batch's link columns are left in its args and parsed on
+        first use of `Profile.ext`/`corr` (a trace with no rows that link never pays for them)."""
         n = int(len(start))
         first = self._count
         full = lambda v, dt: np.full(n, v, dt)  # noqa: E731
+        if links_from_args is not None:
+            self._lazy_links.append((first, n, links_from_args))
+            ext = corr = None
         self._batches.append(
             {
                 "start": np.asarray(start, np.int64),
@@ -186,10 +193,18 @@ class ProfileBuilder:
             self._args = []
             if not identity and len(args):
                 args = args.permuted(order)
+        pending = None
+        if self._lazy_links:
+            inverse = None if identity else _inverse(order)
+            pending = [
+                (parse, np.arange(a, a + k) if inverse is None else np.sort(inverse[a : a + k]))
+                for a, k, parse in self._lazy_links
+            ]
+            if sum(k for _, k, _ in self._lazy_links) == len(order):  # nothing known: no columns until needed
+                data["ext"] = data["corr"] = None  # type: ignore[assignment]
         flows = Flows()
         if self._flows:
-            inverse = np.empty_like(order)
-            inverse[order] = np.arange(len(order))
+            inverse = _inverse(order)
             key = np.concatenate([f[0] for f in self._flows])
             ev = np.concatenate([f[1] for f in self._flows])
             fc = np.concatenate([f[2] for f in self._flows])
@@ -202,5 +217,12 @@ class ProfileBuilder:
             flows=flows,
             args_raw=args,
             meta=self.meta,
+            pending_links=pending,
             **data,
         )
+
+
+def _inverse(order: np.ndarray) -> np.ndarray:
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return inverse

@@ -165,6 +165,7 @@ class Profile:
         flows: Flows,
         args_raw: list[Any],
         meta: ProfileMeta,
+        pending_links: list[tuple[Callable[[list[Any]], tuple[np.ndarray, np.ndarray]], np.ndarray]] | None = None,
     ) -> None:
         self.names = names
         self.cats = cats
@@ -174,8 +175,10 @@ class Profile:
         self.name = name
         self.cat = cat
         self.kind = kind
-        self.ext = ext
-        self.corr = corr
+        self._ext = ext
+        self._corr = corr
+        self._pending_links = pending_links or None
+        """(parse, events): link columns of these events still in their args, parsed on first use of ext/corr."""
         self.lanes = lanes
         self.flows = flows
         self.args_raw = args_raw
@@ -186,6 +189,46 @@ class Profile:
         """The analyses the profile's trace format adds (attached by trntui/formats.py when a run is loaded)."""
         self._name_index: dict[str, int] | None = None
         self._cat_index: dict[str, int] | None = None
+
+    # -- link columns (External id, correlation) -------------------------------------------------------------
+    @property
+    def ext(self) -> np.ndarray:
+        """Per event: the `External id` of its args (-1 when absent)."""
+        if self._pending_links is not None:
+            self._parse_links()
+        return self._ext  # type: ignore[return-value]
+
+    @ext.setter
+    def ext(self, value: np.ndarray) -> None:
+        self._ext = value
+
+    @property
+    def corr(self) -> np.ndarray:
+        """Per event: the `correlation` of its args (-1 when absent)."""
+        if self._pending_links is not None:
+            self._parse_links()
+        return self._corr  # type: ignore[return-value]
+
+    @corr.setter
+    def corr(self, value: np.ndarray) -> None:
+        self._corr = value
+
+    def links_parsed(self) -> bool:
+        """Whether the link columns are in memory (else they are parsed from the args on first use)."""
+        return self._pending_links is None
+
+    def _parse_links(self) -> None:
+        from trntui.model.args import raw_many
+
+        n = len(self)
+        if self._ext is None:
+            self._ext = np.full(n, NO_ID, np.int64)
+        if self._corr is None:
+            self._corr = np.full(n, NO_ID, np.int64)
+        for parse, idx in self._pending_links or []:
+            if len(idx):
+                self._ext[idx], self._corr[idx] = parse(raw_many(self.args_raw, idx))
+        self._pending_links = None
 
     # -- basic accessors -------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -151,6 +151,7 @@ def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part],
             return halves, top_meta
     parts: list[Part] = []
     pos = 0
+    linking = False  # once a row that links is seen, every later piece parses its link ids at once
     try:
         while True:
             inner = view[a + 1 : e]
@@ -163,7 +164,8 @@ def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part],
                     return None
                 e, top_meta = nxt_end
                 continue
-            parts.append(part_of(events))
+            parts.append(part_of(events, linking))
+            linking = linking or parts[-1].linking
             del events
             pos = nxt
             if stream is not None:

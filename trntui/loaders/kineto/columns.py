@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from itertools import compress, repeat
 from operator import attrgetter, is_not
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.schema import ABSENT, PH, Ev, LinkArgs, link_one_decoder
+from trntui.model import categories as C
 from trntui.model.args import ArgsStore
 from trntui.model.profile import NO_ID, EventKind, ProfileMeta
 
@@ -84,7 +85,7 @@ class Part:
     value is not an int, the plain values; merging the parts in order reproduces exactly what one pass over
     all events gives (same interning order, same whole-column conversion rules)."""
 
-    __slots__ = ("be_events", "flows", "m_events", "n", "n_be", "n_m", "n_sft", "n_x", "x")
+    __slots__ = ("be_events", "flows", "linking", "m_events", "n", "n_be", "n_m", "n_sft", "n_x", "x")
 
 
 class XCols:
@@ -95,6 +96,17 @@ class FCols:
     __slots__ = ("cat", "keys", "n", "ph", "pid", "tid", "ts")
 
 
+LINKING_CATS = frozenset(C.RUNTIME | C.DEVICE_TYPED | {C.PRIVATEUSE1_DISPATCH, C.PRIVATEUSE1_DRIVER})
+"""Categories of the rows that link to an op (runtime calls, device rows): a trace without any needs no link ids
+(analysis/links.py reads External id / correlation only to link such rows)."""
+
+NOT_PARSED = "not parsed"
+"""`XCols.links` of a piece whose link ids were left in the args (parsed on first use: `Profile.ext`)."""
+
+_PH, _TS, _DUR, _PID, _TID = attrgetter("ph"), attrgetter("ts"), attrgetter("dur"), attrgetter("pid"), attrgetter("tid")
+_CAT, _NAME, _ARGS, _ID = attrgetter("cat"), attrgetter("name"), attrgetter("args"), attrgetter("id")
+
+
 def _ids_part(values: list[Any]) -> Any:
     """int64 array, or (first-occurrence uniques, codes) when some value is not an int."""
     try:
@@ -103,34 +115,51 @@ def _ids_part(values: list[Any]) -> Any:
         return _strings_part(values)
 
 
-def _strings_part(values: list[str]) -> tuple[list[str], np.ndarray]:
-    table = {v: k for k, v in enumerate(dict.fromkeys(values))}
-    return list(table), np.fromiter(map(table.__getitem__, values), np.int32, count=len(values))
+def _ids_of(evs: list[Ev], get: Callable[[Ev], Any]) -> Any:
+    """`_ids_part` of one field of `evs` (the values are listed first: some traces mix string pids into every
+    piece, and a failed conversion must not read the events again)."""
+    return _ids_part(list(map(get, evs)))
+
+
+def _strings_part(values: Any, count: int | None = None) -> tuple[list[str], np.ndarray]:
+    """(first-occurrence uniques, int32 codes) of a string column: one dict pass (each value's first position),
+    then the positions turned into dense codes with numpy."""
+    m = len(values) if count is None else count
+    table: dict[Any, int] = {}
+    pos = np.fromiter(map(table.setdefault, values, range(m)), np.int64, count=m)
+    firsts = np.fromiter(table.values(), np.int64, count=len(table))
+    dense = np.empty(m, np.int32)
+    dense[firsts] = np.arange(len(firsts), dtype=np.int32)
+    return list(table), dense[pos]
 
 
 def _own_args(evs: list[Ev]) -> list[Ev]:
     """Events kept past their chunk: their raw args copied out of the chunk's buffer."""
     for ev in evs:
-        if ev.args is not None:
+        if ev.args:  # (an empty one is the shared `NO_ARGS`, which re-encoding leaves out)
             ev.args = msgspec.Raw(bytes(ev.args))
     return evs
 
 
-def x_cols(sel: list[Ev], sel_ph: np.ndarray) -> XCols:
+def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True) -> XCols:
+    """Columns of interval events. `links`: parse their link ids now (False: `links` is `NOT_PARSED`; None: only
+    when some event is of a category that links, `LINKING_CATS`)."""
     m = len(sel)
     x = XCols()
     x.m = m
-    x.ts = np.fromiter(map(attrgetter("ts"), sel), np.float64, count=m)
-    x.dur = np.fromiter(map(attrgetter("dur"), sel), np.float64, count=m)
+    x.ts = np.fromiter(map(_TS, sel), np.float64, count=m)
+    x.dur = np.fromiter(map(_DUR, sel), np.float64, count=m)
     x.kinds = np.zeros(m, np.int8)
     x.kinds[(sel_ph == PH["i"]) | (sel_ph == PH["I"])] = EventKind.INSTANT
-    x.pid = _ids_part(list(map(attrgetter("pid"), sel)))
-    x.tid = _ids_part(list(map(attrgetter("tid"), sel)))
-    x.cat = _strings_part(list(map(attrgetter("cat"), sel)))
-    x.name = _strings_part(list(map(attrgetter("name"), sel)))
-    args = list(map(attrgetter("args"), sel))
-    x.links = link_columns(args, None, fast_only=True)
+    x.pid = _ids_of(sel, _PID)
+    x.tid = _ids_of(sel, _TID)
+    x.cat = _strings_part(map(_CAT, sel), m)
+    x.name = _strings_part(map(_NAME, sel), m)
+    args = list(map(_ARGS, sel))
     x.args = ArgsStore.from_raw(args)
+    if links is None:
+        links = not LINKING_CATS.isdisjoint(x.cat[0])
+    x.links = link_columns(args, None, fast_only=True, lengths=x.args.ends - x.args.starts) if links else NOT_PARSED
     return x
 
 
@@ -138,59 +167,80 @@ def _f_cols(flows: list[Ev], fph: np.ndarray) -> FCols:
     nf = len(flows)
     f = FCols()
     f.n = nf
-    f.ts = np.fromiter(map(attrgetter("ts"), flows), np.float64, count=nf)
-    f.pid = _ids_part(list(map(attrgetter("pid"), flows)))
-    f.tid = _ids_part(list(map(attrgetter("tid"), flows)))
-    ids = list(map(attrgetter("id"), flows))
+    f.ts = np.fromiter(map(_TS, flows), np.float64, count=nf)
+    f.pid = _ids_of(flows, _PID)
+    f.tid = _ids_of(flows, _TID)
     try:  # fast path: int ids (what to_id gives for them, vectorised; per value, so per chunk is exact)
-        keys = np.fromiter(ids, np.int64, count=nf)
+        keys = np.fromiter(map(_ID, flows), np.int64, count=nf)
         keys[(keys <= -(2**62)) | (keys >= 2**62)] = NO_ID
     except (TypeError, ValueError, OverflowError):
+        ids = list(map(_ID, flows))
         id_table = {v: to_id(v) for v in dict.fromkeys(ids)}
         keys = np.fromiter(map(id_table.__getitem__, ids), np.int64, count=nf)
     f.keys = keys
-    f.cat = _strings_part(list(map(attrgetter("cat"), flows)))
+    f.cat = _strings_part(map(_CAT, flows), nf)
     f.ph = fph
     return f
 
 
-def part_of(events: list[Ev]) -> Part:
+def part_of(events: list[Ev], links: bool = False) -> Part:
+    """One piece's columns. Link ids are parsed when `links` (the trace is known to have rows that link) or
+    when the piece itself has such rows (`Part.linking`); otherwise they stay in the args (`NOT_PARSED`)."""
     n = len(events)
-    ph = np.fromiter(map(PH.__getitem__, map(attrgetter("ph"), events)), np.int8, count=n)
+    ph = np.fromiter(map(PH.__getitem__, map(_PH, events)), np.int8, count=n)
     p = Part()
     p.n = n
     is_m = ph == PH["M"]
-    p.m_events = _own_args([events[k] for k in np.nonzero(is_m)[0].tolist()])
+    p.m_events = _own_args([events[k] for k in np.nonzero(is_m)[0].tolist()]) if is_m.any() else []
     p.n_m = len(p.m_events)
-    keep = np.nonzero((ph == PH["X"]) | (ph == PH["i"]) | (ph == PH["I"]))[0]
-    p.n_x = len(keep)
-    sel = events if len(keep) == n else [events[k] for k in keep.tolist()]
-    p.x = x_cols(sel, ph[keep])
+    keep_mask = (ph == PH["X"]) | (ph == PH["i"]) | (ph == PH["I"])
+    p.n_x = n_x = int(np.count_nonzero(keep_mask))
+    sel = events if n_x == n else list(compress(events, keep_mask.tolist()))
+    sel_ph = ph if n_x == n else ph[keep_mask]
+    p.x = x_cols(sel, sel_ph, links=True if links else None)
+    p.linking = not LINKING_CATS.isdisjoint(p.x.cat[0])
     del sel
-    p.be_events = _own_args([events[k] for k in np.nonzero((ph == PH["B"]) | (ph == PH["E"]))[0].tolist()])
+    be = (ph == PH["B"]) | (ph == PH["E"])
+    p.be_events = _own_args([events[k] for k in np.nonzero(be)[0].tolist()]) if be.any() else []
     p.n_be = len(p.be_events)
-    p.n_sft = int(((ph == PH["s"]) | (ph == PH["f"]) | (ph == PH["t"])).sum())
-    flow_idx = np.nonzero((ph == PH["s"]) | (ph == PH["f"]))[0]
-    p.flows = _f_cols([events[k] for k in flow_idx.tolist()], ph[flow_idx]) if len(flow_idx) else None
+    fmask = (ph == PH["s"]) | (ph == PH["f"])
+    p.n_sft = int(np.count_nonzero(fmask)) + int(np.count_nonzero(ph == PH["t"]))
+    if p.n_sft > 0 and fmask.any():
+        p.flows = _f_cols(list(compress(events, fmask.tolist())), ph[fmask])
+    else:
+        p.flows = None
     return p
 
 
-def link_columns(args: list[Any], meta: ProfileMeta | None, *, fast_only: bool = False) -> Any:
-    """External id and correlation per event, decoded from the raw args.
+def link_columns(
+    args: list[Any], meta: ProfileMeta | None, *, fast_only: bool = False, lengths: np.ndarray | None = None
+) -> Any:
+    """External id and correlation per event, decoded from the raw args (None or empty: no args).
 
     Decoded in chunks (one decode call per event, cheaper than joining them into one array) so that only a
     chunk of decoded objects is alive at a time; the rare files with non-int ids take the exact per-value path.
+    `lengths`: the args' lengths, when the caller has them (then no value is None).
     """
     n = len(args)
     ext = np.full(n, NO_ID, np.int64)
     corr = np.full(n, NO_ID, np.int64)
-    mask = list(map(is_not, args, repeat(None)))
-    present = list(compress(range(n), mask))
-    if not present:
-        return ext, corr
-    idx = np.asarray(present, np.int64)
-    m = len(idx)
-    raws = list(compress(args, mask))
+    if lengths is None:
+        mask = list(map(is_not, args, repeat(None))) if None in args else None
+        if mask is not None or not all(map(len, args)):
+            mask = [a is not None and len(a) > 0 for a in args]
+    else:
+        has = lengths > 0
+        mask = None if has.all() else has.tolist()
+    if mask is not None:
+        present = list(compress(range(n), mask))
+        if not present:
+            return ext, corr
+        idx: Any = np.asarray(present, np.int64)
+        raws = list(compress(args, mask))
+    else:  # every event has args
+        idx = slice(None)
+        raws = args
+    m = len(raws)
     e_out = np.empty(m, np.int64)
     c_out = np.empty(m, np.int64)
     fast_e = fast_c = True
@@ -241,6 +291,12 @@ def link_columns(args: list[Any], meta: ProfileMeta | None, *, fast_only: bool =
     else:
         corr[idx] = _exact_ids(list(map(attrgetter("corr"), decoded)))
     return ext, corr
+
+
+def links_of_args(args: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(External id, correlation) columns of raw args (the exact rules): a profile's link columns parsed on first
+    use (`ProfileBuilder.add_events(links_from_args=...)`)."""
+    return link_columns(args, None)
 
 
 def _exact_ids(values: list[Any]) -> np.ndarray:

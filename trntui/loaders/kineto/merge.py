@@ -11,9 +11,11 @@ import numpy as np
 
 from trntui.loaders.kineto.columns import (
     MAX_NS,
+    NOT_PARSED,
     IdMap,
     Part,
     link_columns,
+    links_of_args,
     merge_ids,
     merge_strings,
     to_id,
@@ -24,7 +26,7 @@ from trntui.loaders.kineto.device import detect_device
 from trntui.loaders.kineto.flows import add_flows
 from trntui.loaders.kineto.schema import PH, Ev, any_decoder
 from trntui.model import categories as C
-from trntui.model.args import ArgsStore
+from trntui.model.args import ArgsStore, raw_many
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import ProfileMeta, Tier
 from trntui.progress import report
@@ -63,7 +65,7 @@ def add_parts(
     thread_sort: dict[tuple[int, int], int] = {}
     interesting = {"process_name", "thread_name", "process_labels", "process_sort_index", "thread_sort_index"}
     for ev in (ev for p in parts for ev in p.m_events):
-        if ev.name not in interesting or ev.args is None:
+        if ev.name not in interesting or not ev.args:
             continue
         try:
             a = any_decoder.decode(ev.args)
@@ -88,7 +90,7 @@ def add_parts(
     be_events = [ev for p in parts for ev in p.be_events]
     if be_events:
         paired = _pair_begin_end(be_events, meta)
-        xs.append(x_cols(paired, np.full(len(paired), PH["X"], np.int8)))
+        xs.append(x_cols(paired, np.full(len(paired), PH["X"], np.int8), links=None))
         del paired
     del be_events
     n_x = sum(p.n_x for p in parts)
@@ -128,15 +130,27 @@ def add_parts(
     cat_ids = merge_strings([x.cat for x in xs], keep_ok, builder.intern_cat, np.int16)
     name_ids = merge_strings([x.name for x in xs], keep_ok, builder.intern_name, np.int32)
     args = spill.concat([x.args for x in xs]) if spill is not None else ArgsStore.concat([x.args for x in xs])
-    if keep_ok is not None:
-        args = args.permuted(np.nonzero(keep_ok)[0])
-    if all(x.links is not None for x in xs):
-        ext = np.concatenate([x.links[0] for x in xs])
-        corr = np.concatenate([x.links[1] for x in xs])
+    lazy = None
+    if all(x.links is NOT_PARSED for x in xs):  # no row that links: the ids stay in the args until asked for
+        ext = corr = None
+        lazy = links_of_args
+    else:
+        at = 0
+        for x in xs:  # pieces decoded before a row that links was seen
+            if x.links is NOT_PARSED:
+                x.links = link_columns(raw_many(args, np.arange(at, at + x.m)), None, fast_only=True)
+            at += x.m
         if keep_ok is not None:
-            ext, corr = ext[keep_ok], corr[keep_ok]
-    else:  # a value that is not an int somewhere: the exact rules over the whole column
-        ext, corr = link_columns(list(args), meta)
+            args = args.permuted(np.nonzero(keep_ok)[0])
+        if all(x.links is not None for x in xs):
+            ext = np.concatenate([x.links[0] for x in xs])
+            corr = np.concatenate([x.links[1] for x in xs])
+            if keep_ok is not None:
+                ext, corr = ext[keep_ok], corr[keep_ok]
+        else:  # a value that is not an int somewhere: the exact rules over the whole column
+            ext, corr = link_columns(list(args), meta)
+    if lazy is not None and keep_ok is not None:
+        args = args.permuted(np.nonzero(keep_ok)[0])
     for x in xs:
         x.args = x.links = None
     del xs
@@ -179,7 +193,7 @@ def add_parts(
     time_order = np.lexsort((start - end, start)) if m else np.zeros(0, np.int64)
     first = builder.add_events(
         start=start, end=end, lane=lane_ids, name=name_ids, cat=cat_ids, kind=kinds, ext=ext, corr=corr, args_raw=args,
-        time_order=time_order,
+        time_order=time_order, links_from_args=lazy,
     )
 
     # --- flows: bind each s/f half to the slice it belongs to ---------------------------------------

@@ -63,11 +63,15 @@ class Claims:
     OVER_BUDGET = 2
     """`failed` value: a streamed load's projection went over the budget (`needed` holds the bytes)."""
 
+    LINKING = 7
+    """`view` slot: a row that links was seen (from then on both sides parse link ids at once: `part_of`)."""
+
     def __init__(self, count: int) -> None:
-        self.mem = mmap.mmap(-1, 56)
-        # front, back, failed, events, consumed bytes, needed bytes, projected events (the last four: streamed)
+        self.mem = mmap.mmap(-1, 64)
+        # front, back, failed, events, consumed bytes, needed bytes, projected events (those four: streamed),
+        # linking seen
         self.view = np.frombuffer(self.mem, np.int64)
-        self.view[:] = (0, count, 0, 0, 0, 0, 0)
+        self.view[:] = (0, count, 0, 0, 0, 0, 0, 0)
         self.r, self.w = os.pipe()
         os.write(self.w, b"x")
 
@@ -115,7 +119,9 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             claims.fail()
             return None
-        part = part_of(events)
+        part = part_of(events, bool(claims.view[Claims.LINKING]))
+        if part.linking:
+            claims.view[Claims.LINKING] = 1
         del events
         if stream is not None:
             stream.after_piece(part, offset + a, offset + e, claims)

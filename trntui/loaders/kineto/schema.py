@@ -10,6 +10,10 @@ from typing import Any
 import msgspec
 
 
+NO_ARGS = msgspec.Raw(b"")
+"""`Ev.args` of an event without args: empty (so a piece's args have lengths without a test per event)."""
+
+
 class Ev(msgspec.Struct, omit_defaults=True, gc=False):  # no cycles possible: untracked is faster
     """One chrome trace event, as written by Kineto; `args` stays raw until someone asks."""
 
@@ -23,7 +27,8 @@ class Ev(msgspec.Struct, omit_defaults=True, gc=False):  # no cycles possible: u
     id: int | str | None = None
     bp: str | None = None
     s: str | None = None
-    args: msgspec.Raw = None  # type: ignore[assignment]  # None when absent; `Raw | None` fails to decode objects in msgspec 0.23
+    args: msgspec.Raw = NO_ARGS  # empty when absent (`Raw | None` fails to decode objects in msgspec 0.23); None only
+    # from the tolerant path's coercion. This shared object is what `omit_defaults` leaves out when re-encoding.
 
 
 class Trace(msgspec.Struct):

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trntui.loaders.kineto.columns import FCols, Part, XCols
+from trntui.loaders.kineto.columns import NOT_PARSED, FCols, Part, XCols
 from trntui.loaders.kineto.schema import list_decoder
 from trntui.model.args import ArgsStore
 
@@ -37,15 +37,17 @@ def pack_part(p: Part) -> list[Any]:
     x, f = p.x, p.flows
     xs = [x.m, _arr(x.ts), _arr(x.dur), _arr(x.kinds), _ids_enc(x.pid), _ids_enc(x.tid), _ids_enc(x.cat),
           _ids_enc(x.name), [x.args.blob if isinstance(x.args.blob, bytes) else None, _arr(x.args.starts), _arr(x.args.ends)],
-          None if x.links is None else [_arr(x.links[0]), _arr(x.links[1])]]
+          None if x.links is None else x.links if isinstance(x.links, str) else [_arr(x.links[0]), _arr(x.links[1])]]
     fs = None if f is None else [f.n, _arr(f.ts), _ids_enc(f.pid), _ids_enc(f.tid), _arr(f.keys), _ids_enc(f.cat), _arr(f.ph)]
-    return [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs]
+    return [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events), msgspec.json.encode(p.be_events), xs, fs,
+            p.linking]
 
 
 def unpack_part(packed: list[Any], spill: Any = None) -> Part:
     """A piece's columns from `pack_part`; args without a blob are in the streamed load's shared `spill`."""
-    n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs = packed
+    n, n_m, n_x, n_be, n_sft, m_ev, be_ev, xs, fs, linking = packed
     p = Part()
+    p.linking = linking
     p.n, p.n_m, p.n_x, p.n_be, p.n_sft = n, n_m, n_x, n_be, n_sft
     p.m_events, p.be_events = list_decoder.decode(m_ev), list_decoder.decode(be_ev)
     x = p.x = XCols()
@@ -53,7 +55,7 @@ def unpack_part(packed: list[Any], spill: Any = None) -> Part:
     x.pid, x.tid, x.cat, x.name = _ids_dec(xs[4]), _ids_dec(xs[5]), _ids_dec(xs[6]), _ids_dec(xs[7])
     blob, starts, ends = xs[8]
     x.args = ArgsStore(spill if blob is None else blob, _unarr(starts), _unarr(ends))
-    x.links = None if xs[9] is None else (_unarr(xs[9][0]), _unarr(xs[9][1]))
+    x.links = None if xs[9] is None else NOT_PARSED if isinstance(xs[9], str) else (_unarr(xs[9][0]), _unarr(xs[9][1]))
     if fs is None:
         p.flows = None
     else:
