@@ -102,7 +102,7 @@ def test_cancelled_cli_load_is_one_line(capsys, corpus_dir, monkeypatch) -> None
     """A cancellation raised inside the load reaches the user as one line, exit 2 (Ctrl-C itself gives 130)."""
     real = K.part_of
 
-    def cancelled(events):
+    def cancelled(events, *args):
         raise progress.Cancelled()
 
     monkeypatch.setattr(K, "part_of", cancelled)

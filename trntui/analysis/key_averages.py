@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from trntui.analysis.demangle import demangle
-from trntui.analysis.links import Links, build_links, thread_keys
+from trntui.analysis.links import Links, build_links, thread_codes
 from trntui.model import categories as C
 from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
 from trntui.model.profile import NO_ID, EventKind, Profile, chain_lengths
@@ -391,6 +391,8 @@ class CpuTree:
     memory_rows_device: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     oom_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """`[OutOfMemory]` records: torch lists every one as a zero-length event (with no bytes)."""
+    memory_attached: bool = False
+    """Memory records were attributed (else every memory column is zeros)."""
     system_device: bool = False
     """`kernels_ns` came from a Neuron system trace (nc_exec_running attributed through links), not from
     trace.json device rows: then the Self-device denominator is the sum over ops (torch's legacy path)."""
@@ -433,12 +435,11 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     n = len(profile)
     complete = profile.kind == EventKind.COMPLETE
     excluded = profile.cat_mask(C.CPU_TREE_EXCLUDED | C.DEVICE_TYPED)
-    filtered_name_ids = [profile.name_id(x) for x in FILTERED_NAMES]
-    filtered_name_ids = [x for x in filtered_name_ids if x >= 0]
-    name_ok = ~np.isin(profile.name, filtered_name_ids) if filtered_name_ids else np.ones(n, bool)
+    name_ok = ~profile.name_mask(FILTERED_NAMES)
     lane_is_marker = np.array([l.subsystem == "markers" for l in profile.lanes] or [False])
-    not_marker = ~lane_is_marker[profile.lane] if n else np.ones(0, bool)
-    cpu_mask = complete & ~excluded & name_ok & not_marker
+    cpu_mask = complete & ~excluded & name_ok
+    if lane_is_marker.any():
+        cpu_mask &= ~lane_is_marker[profile.lane]
     dev_mask = links.device & name_ok
     sel = None
     if events is not None:
@@ -449,30 +450,34 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     cpu = np.nonzero(cpu_mask)[0]
 
     # thread per event: runtime rows linked to an op (torch: linked CPU events) take the op's thread
-    keys = thread_keys(profile).copy()
+    _, codes = thread_codes(profile)  # thread keys as small codes, in the keys' order
     rethread = links.runtime & (links.op_of >= 0) & (links.rule == 1)
     if rethread.any():
+        codes = codes.copy()
         idx = np.nonzero(rethread)[0]
-        keys[idx] = keys[links.op_of[idx]]
+        codes[idx] = codes[links.op_of[idx]]
 
     start = profile.start
     end = profile.end
     origin = trace_start_ns(profile)
-    order = profile.by_key_then_time(keys, cpu)
+    if profile.time_sorted():  # by (thread, start, longest first): one stable (radix) sort of the codes
+        order = cpu[np.argsort(codes[cpu], kind="stable")]
+    else:
+        order = profile.by_key_then_time(codes.astype(np.int64), cpu)
     m = len(order)
     s_pos = start[order]
     e_pos = end[order]
-    ppos = _stack_parents(keys[order], s_pos, e_pos)
+    ppos = _stack_parents(codes[order], s_pos, e_pos)
     total_us = _us(e_pos, origin) - _us(s_pos, origin)
 
     # device rows attached to their frontend op (torch: kernels of `fe`, linked via External id / correlation)
-    dur = end - start
     dv = np.nonzero(dev_mask & (links.op_of >= 0))[0]
-    kern_ev = np.zeros(n, np.int64)
-    kern_us_ev = np.zeros(n, np.float64)
-    has_kern_ev = np.zeros(n, bool)
+    kern_ev = kern_us_ev = has_kern_ev = None
     if len(dv):
-        np.add.at(kern_ev, links.op_of[dv], dur[dv])
+        kern_ev = np.zeros(n, np.int64)
+        kern_us_ev = np.zeros(n, np.float64)
+        has_kern_ev = np.zeros(n, bool)
+        np.add.at(kern_ev, links.op_of[dv], end[dv] - start[dv])
         _ordered_sum(kern_us_ev, links.op_of[dv], _us(end[dv], origin) - _us(start[dv], origin))
         has_kern_ev[links.op_of[dv]] = True
     system_device = False
@@ -481,6 +486,9 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         for hook in profile.hooks.device_time:
             attributed = hook(profile, links)
             if attributed:
+                kern_ev = np.zeros(n, np.int64)
+                kern_us_ev = np.zeros(n, np.float64)
+                has_kern_ev = np.zeros(n, bool)
                 ops_ = np.fromiter(attributed.keys(), np.int64, count=len(attributed))
                 kern_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
                 kern_us_ev[ops_] = kern_ev[ops_] / 1000.0
@@ -500,10 +508,12 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     top[deleted] = ppos[deleted]
     while m and deleted[top].any():
         top = top[top]
-    kern_pos = kern_ev[order]
-    kern_us_pos = kern_us_ev[order]
-    has_kern_pos = has_kern_ev[order]
-    if deleted.any() and system_device:
+    has_kern = kern_ev is not None
+    if has_kern:
+        kern_pos = kern_ev[order]
+        kern_us_pos = kern_us_ev[order]
+        has_kern_pos = has_kern_ev[order]
+    if has_kern and deleted.any() and system_device:
         # Neuron system-trace time is trntui's attribution, not a torch kernel (torch never sees it): torch's lift
         # (the parent takes the deleted child's kernels) would drop the op's time when its dispatch row carries
         # the op's name; the merged nodes are one call, so their times add up
@@ -513,7 +523,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         np.add.at(kern_pos, top[dpos], np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
         kern_us_pos = kern_pos / 1000.0
         has_kern_pos[top[dpos[has_kern_pos[dpos]]]] = True
-    elif deleted.any():
+    elif has_kern and deleted.any():
         deepest = np.full(m, -1, np.int64)
         dpos = np.nonzero(deleted)[0]
         np.maximum.at(deepest, top[dpos], dpos)
@@ -534,33 +544,41 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     self_us = total_us - children_us
 
     # device_time_total bottom-up over the final tree: own kernels plus the children's totals (summed in order)
-    kern_kept = np.where(has_kern_pos, kern_pos, 0)
-    kern_kept[deleted] = 0
-    kern_us_kept = np.where(has_kern_pos & ~deleted, kern_us_pos, 0.0)
-    device_total = kern_us_kept.copy()
-    child_dev = np.zeros(m, np.float64)
-    if has_kern_ev.any() and len(kept):
-        # depth in the final tree by pointer doubling, then children before parents, one level at a time
-        ptr = final_parent.copy()
-        ptr[deleted] = -1
-        depth = chain_lengths(ptr)
-        by_level = kept[np.argsort(-depth[kept], kind="stable")]
-        levels = depth[by_level]
-        cuts = np.nonzero(np.diff(levels))[0] + 1
-        for at in np.split(by_level, cuts) if len(by_level) else []:
-            device_total[at] = kern_us_kept[at] + child_dev[at]
-            up = at[final_parent[at] >= 0]
-            _ordered_sum(child_dev, final_parent[up], device_total[up])
-    self_device = device_total - child_dev
+    if has_kern:
+        kern_kept = np.where(has_kern_pos, kern_pos, 0)
+        kern_kept[deleted] = 0
+        kern_us_kept = np.where(has_kern_pos & ~deleted, kern_us_pos, 0.0)
+        device_total = kern_us_kept.copy()
+        child_dev = np.zeros(m, np.float64)
+        if has_kern_ev.any() and len(kept):
+            # depth in the final tree by pointer doubling, then children before parents, one level at a time
+            ptr = final_parent.copy()
+            ptr[deleted] = -1
+            depth = chain_lengths(ptr)[kept]
+            top_depth = int(depth.max())
+            deepest_first = (top_depth - depth).astype(_small_uint(top_depth))  # a stable argsort: radix sort
+            level_order = np.argsort(deepest_first, kind="stable")
+            by_level = kept[level_order]
+            cuts = np.flatnonzero(np.diff(depth[level_order])) + 1
+            for at in np.split(by_level, cuts) if len(by_level) else []:
+                device_total[at] = kern_us_kept[at] + child_dev[at]
+                up = at[final_parent[at] >= 0]
+                _ordered_sum(child_dev, final_parent[up], device_total[up])
+        self_device = device_total - child_dev
+        kern_kept, device_total, self_device = kern_kept[kept], device_total[kept], self_device[kept]
+    else:  # no device time anywhere
+        kern_kept = np.zeros(len(kept), np.int64)
+        device_total = np.zeros(len(kept), np.float64)
+        self_device = np.zeros(len(kept), np.float64)
 
     tree = CpuTree(
         events=order[kept],
         parent=np.where(fp >= 0, order[np.maximum(fp, 0)], NO_ID),
         cpu_total_us=total_us[kept],
         self_cpu_us=self_us[kept],
-        kernels_ns=kern_kept[kept],
-        device_total_us=device_total[kept],
-        self_device_us=self_device[kept],
+        kernels_ns=kern_kept,
+        device_total_us=device_total,
+        self_device_us=self_device,
         device_rows=np.nonzero(dev_mask)[0],
         system_device=system_device,
     )
@@ -587,6 +605,7 @@ def _attach_memory(
     tree.self_device_memory = np.zeros(len(kept), np.int64)
     if profile.name_id(MEMORY_EVENT_NAME) < 0 and profile.name_id(OUT_OF_MEMORY_EVENT_NAME) < 0:
         return
+    tree.memory_attached = True
     mem = profile.memory_events()
     if sel is not None:
         mem = mem.take(sel[mem.event])
@@ -631,6 +650,11 @@ def _attach_memory(
     tree.self_device_memory = (own_dev - child_dev)[kept]
 
 
+def _small_uint(top: int) -> Any:
+    """The smallest unsigned dtype holding 0..top (a stable argsort of such values is numpy's radix sort)."""
+    return np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64
+
+
 def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     """torch's containment stack, vectorised: for events sorted by (thread, start, -end), the position of the
     parent of each one (-1 at a root).
@@ -645,6 +669,15 @@ def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray
     if m:
         cand[1:][keys[1:] != keys[:-1]] = -1
     thr = e + (e == s)  # a zero-length event needs a parent that ends strictly after it
+    if m > 1:
+        # roots at once: no earlier event of the thread ends late enough (the running max end, per thread)
+        lo = int(e.min())
+        span = int(e.max()) - lo + 1
+        threads = np.cumsum(cand < 0)
+        if span * (int(threads[-1]) + 2) < 1 << 62:
+            run = np.maximum.accumulate(threads * span + (e - lo))
+            before = run[:-1] - threads[1:] * span + lo  # max end of the earlier events of the thread
+            cand[1:][before < thr[1:]] = -1
     act = np.nonzero(cand >= 0)[0]
     while len(act):
         c = cand[act]
@@ -729,6 +762,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     else:
         dev_t = zf(len(evs))
         self_d = dev_t
+    has_memory = bool(tree.memory_attached)
     mem_cpu = np.concatenate([tree.cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
     mem_self_cpu = np.concatenate([tree.self_cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
     mem_dev = np.concatenate([tree.device_memory, zi(nd), tree.memory_rows_device, zi(no)])
@@ -771,25 +805,21 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         src = np.concatenate([zi(nc + nd), np.ones(nm, np.int64), np.full(no, 2, np.int64)])
         glob = np.lexsort((evs, src, -end[evs], start[evs])) if len(evs) else zi(0)
     if len(evs):
-        _, first, inv = np.unique(key[glob], return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        grp_order = np.argsort(first, kind="stable")
-        rank = np.empty_like(grp_order)
-        rank[grp_order] = np.arange(len(grp_order))
-        g = rank[inv]  # group of each event, in global order
-        firsts = glob[first[grp_order]]  # position (in evs) of each group's first event
+        g, first = _groups_by_first(key[glob])  # group of each event (in global order), each group's first
+        firsts = glob[first]  # position (in evs) of each group's first event
     else:
         g = zi(0)
         firsts = zi(0)
     ng = len(firsts)
 
-    def total(v: np.ndarray) -> np.ndarray:
+    def total(v: np.ndarray, nonzero: bool = True) -> np.ndarray:
         out = np.zeros(ng, v.dtype)
-        _ordered_sum(out, g, v[glob])
+        if nonzero:  # (a column known to be all zeros sums to zeros)
+            _ordered_sum(out, g, v[glob])
         return out
 
     count = np.bincount(g, minlength=ng).astype(np.int64)
-    members = np.argsort(g, kind="stable")
+    members = np.argsort(g.astype(_small_uint(ng)), kind="stable")
     bounds = np.cumsum(count)[:-1] if ng else []
     rows_events = np.split(evs[glob][members], bounds) if ng else []
     first_ev = evs[firsts]
@@ -810,16 +840,16 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         count=count,
         self_cpu_time_total=total(self_c),
         cpu_time_total=total(cpu_t),
-        self_device_time_total=total(self_d),
-        device_time_total=total(dev_t),
+        self_device_time_total=total(self_d, has_device),
+        device_time_total=total(dev_t, has_device),
         backend=profile.meta.backend,
         rows_events=list(rows_events),
         device_time_source=profile.meta.device_time_source,
         link_counts=dict(links.counts),
-        cpu_memory_usage=total(mem_cpu),
-        self_cpu_memory_usage=total(mem_self_cpu),
-        device_memory_usage=total(mem_dev),
-        self_device_memory_usage=total(mem_self_dev),
+        cpu_memory_usage=total(mem_cpu, has_memory),
+        self_cpu_memory_usage=total(mem_self_cpu, has_memory),
+        device_memory_usage=total(mem_dev, has_memory),
+        self_device_memory_usage=total(mem_self_dev, has_memory),
         profile_memory=_recorded_memory(profile),
         in_device_total=in_device_total,
     )
@@ -827,6 +857,28 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     if not table.device_time_source and table.sum_self_device:
         table.device_time_source = "trace.json device rows"
     return table
+
+
+def _groups_by_first(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Groups of equal keys numbered in order of their first occurrence: (group of each position, first position of
+    each group). Equal to `np.unique(key, return_index=True, return_inverse=True)` renumbered by first index;
+    through a table of the keys when their range is small (the usual case: name x device type x flags)."""
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo > 4 * len(key) + (1 << 20):
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        grp_order = np.argsort(first, kind="stable")
+        rank = np.empty_like(grp_order)
+        rank[grp_order] = np.arange(len(grp_order))
+        return rank[inv], first[grp_order]
+    k = key - lo
+    first_at = np.full(hi - lo + 1, len(k), np.int64)
+    np.minimum.at(first_at, k, np.arange(len(k)))
+    present = np.flatnonzero(first_at < len(k))
+    first = np.sort(first_at[present])  # groups in order of their first position
+    rank = np.empty(hi - lo + 1, np.int64)
+    rank[k[first]] = np.arange(len(first))
+    return rank[k], first
 
 
 def _recorded_memory(profile: Profile) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trntui.model import categories as C
+from trntui.model.arrays import small_codes
 from trntui.model.intervals import walk_back
 from trntui.model.profile import NO_ID, EventKind, Profile
 
@@ -122,6 +123,18 @@ def thread_keys(profile: Profile) -> np.ndarray:
         )
         cached = lane_key[profile.lane] if len(profile) else np.empty(0, np.int64)
         profile.cache["thread_keys"] = cached
+    return cached
+
+
+def thread_codes(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct thread keys, each event's index among them as a small unsigned int): the order of
+    `thread_keys`, and a stable argsort of the codes is a radix sort."""
+    cached = profile.cache.get("thread_codes")
+    if cached is None:
+        lane_key = np.array([(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0], dtype=np.int64)
+        keys, lane_code = small_codes(lane_key)
+        cached = (keys, lane_code[profile.lane] if len(profile) else lane_code[:0])
+        profile.cache["thread_codes"] = cached
     return cached
 
 

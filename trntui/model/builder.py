@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from trntui.model.args import ArgsStore
+from trntui.model.arrays import time_order
 from trntui.model.profile import NO_ID, Flows, Lane, Profile, ProfileMeta, Tier
 
 
@@ -173,7 +174,7 @@ class ProfileBuilder:
         single = len(self._batches) == 1
         self._batches = []
         hint = self._time_order if single else None
-        order = hint if hint is not None else np.lexsort((-(data["end"] - data["start"]), data["start"]))
+        order = hint if hint is not None else time_order(data["start"], data["end"])
         identity = bool(len(order)) and bool(np.all(order[1:] > order[:-1]))
         if not identity:
             for c in cols:  # one column at a time: peak is the columns plus one

@@ -264,7 +264,18 @@ class Profile:
         ids = [i for i in ids if i >= 0]
         if not ids:
             return np.zeros(len(self), bool)
-        return np.isin(self.cat, np.asarray(ids, dtype=self.cat.dtype))
+        table = np.zeros(len(self.cats), bool)  # a lookup per event (np.isin compares once per id)
+        table[ids] = True
+        return table[self.cat]
+
+    def name_mask(self, names: Iterable[str]) -> np.ndarray:
+        """Boolean mask over events whose name is one of `names`."""
+        ids = [k for k in (self.name_id(x) for x in names) if k >= 0]
+        if not ids:
+            return np.zeros(len(self), bool)
+        table = np.zeros(len(self.names), bool)
+        table[ids] = True
+        return table[self.name]
 
     def args(self, i: int) -> dict[str, Any]:
         """The event's `args`, parsed on demand (they are kept raw at load time)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from trntui.loaders.kineto.columns import Part, part_of
+from trntui.loaders.kineto.columns import Part, clock_base, part_of
 from trntui.loaders.kineto.schema import Ev, list_decoder, top_level_meta, top_raw_decoder
 from trntui.progress import report
 
@@ -141,11 +141,12 @@ def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part],
     if nxt_end is None:
         return None
     e, top_meta = nxt_end
+    base, _ = clock_base(top_meta)  # pieces put their times on the trace's ns clock as they are decoded
     view = memoryview(data)
     from trntui.loaders.kineto import parallel  # imports this module: imported here, not at the top
 
     if parallel.parallel_ok(e - a - 1):
-        halves = parallel.decode_parallel(view[a + 1 : e], a + 1, n, stream)
+        halves = parallel.decode_parallel(view[a + 1 : e], a + 1, n, stream, base)
         if halves is not None:
             report("decoding", n, n)
             return halves, top_meta
@@ -163,8 +164,10 @@ def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part],
                 if nxt_end is None or nxt_end[0] <= a + pos:
                     return None
                 e, top_meta = nxt_end
+                if clock_base(top_meta)[0] != base:  # pieces so far were put on another clock: start over
+                    return None
                 continue
-            parts.append(part_of(events, linking))
+            parts.append(part_of(events, linking, base))
             linking = linking or parts[-1].linking
             del events
             pos = nxt

@@ -16,6 +16,7 @@ import numpy as np
 from trntui.loaders.kineto.schema import ABSENT, PH, Ev, LinkArgs, link_one_decoder
 from trntui.model import categories as C
 from trntui.model.args import ArgsStore
+from trntui.model.arrays import dense_codes
 from trntui.model.profile import NO_ID, EventKind, ProfileMeta
 
 
@@ -27,6 +28,41 @@ def to_ns(values: np.ndarray) -> np.ndarray:
     """µs floats → int64 ns, exact for integral µs (epoch ints) and rounded to the ns otherwise."""
     whole = np.floor(values)
     return whole.astype(np.int64) * 1000 + np.rint((values - whole) * 1000.0).astype(np.int64)
+
+
+def clock_base(top_meta: dict[str, Any]) -> tuple[int, str | None]:
+    """The trace's `baseTimeNanoseconds` added to every timestamp (0 when there is none), and a note when the
+    value is not a usable offset (then 0)."""
+    base = top_meta.get("baseTimeNanoseconds") or 0
+    if not isinstance(base, int) or not 0 <= base < MAX_NS:
+        return 0, "baseTimeNanoseconds is not a usable clock offset; ignored"
+    return base, None
+
+
+def interval_ns(ts: np.ndarray, dur: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """(start, end) on the int64 ns clock from µs floats, the events to skip (non-finite or out of the clock's
+    range, e.g. 1e300: None when there are none) and how many had a negative duration (shown as instants)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(ts) | ~np.isfinite(dur)
+        bad |= (np.abs(ts * 1000.0 + base) >= MAX_NS) | (np.abs((ts + np.maximum(dur, 0.0)) * 1000.0 + base) >= MAX_NS)
+    neg = dur < 0
+    any_bad = bool(bad.any())
+    n_neg = int(np.count_nonzero(neg))
+    if any_bad or n_neg:
+        dur = np.where(neg | bad, 0.0, dur)
+        ts = np.where(bad, 0.0, ts)
+    start = to_ns(ts) + base
+    end = start + to_ns(dur)
+    return start, end, (bad if any_bad else None), n_neg
+
+
+def flow_ns(ts: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Flow halves' times on the int64 ns clock, and the unusable ones (None when there are none)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(ts) | (np.abs(ts * 1000.0 + base) >= MAX_NS)
+    if bad.any():
+        return to_ns(np.where(bad, 0.0, ts)) + base, bad
+    return to_ns(ts) + base, None
 
 
 class IdMap:
@@ -89,11 +125,61 @@ class Part:
 
 
 class XCols:
-    __slots__ = ("args", "cat", "dur", "kinds", "links", "m", "name", "pid", "tid", "ts")
+    """Interval events' columns: times already on the ns clock of `base` (`interval_ns`); pid and tid as the
+    piece's distinct (category, pid, tid) combinations (`Combos`), which become lanes at merge time."""
+
+    __slots__ = ("args", "bad", "base", "cat", "combos", "end", "kinds", "links", "m", "n_neg", "name", "start")
+
+
+class Combos:
+    """A piece's distinct (category, pid, tid) combinations and each event's among them.
+
+    `pids`/`tids`: the piece's distinct values, as a sorted int64 array when all are ints, else a list in
+    first-occurrence order (string pids); `cat`, `pid`, `tid`: per combination, the local category code and the
+    index into `pids`/`tids`, combinations sorted by (category code, pid index, tid index); `code`: per event."""
+
+    __slots__ = ("cat", "code", "pid", "pids", "tid", "tids")
+
+    def column(self, which: str) -> Any:
+        """The per-event pid or tid column in `_ids_part`'s form (int64 array, or (uniques, int32 codes))."""
+        values, index = (self.pids, self.pid) if which == "pid" else (self.tids, self.tid)
+        per_event = index[self.code]
+        if isinstance(values, np.ndarray):
+            return values[per_event]
+        return values, per_event.astype(np.int32)
+
+
+def _value_codes(col: Any) -> tuple[Any, np.ndarray]:
+    """(distinct values, code per event) of an `_ids_part` column: sorted when all ints."""
+    if isinstance(col, np.ndarray):
+        return dense_codes(col)
+    return col
+
+
+def combos_of(cat_codes: np.ndarray, pid: Any, tid: Any, n_cats: int) -> Combos:
+    c = Combos()
+    c.pids, pc = _value_codes(pid)
+    c.tids, tc = _value_codes(tid)
+    np_, nt = len(c.pids), len(c.tids)
+    packed = (cat_codes.astype(np.int64) * np_ + pc) * nt + tc
+    space = n_cats * np_ * nt
+    if space <= 4 * len(packed) + 4096:  # a table of the combinations (few): no sort
+        present = np.zeros(space, bool)
+        present[packed] = True
+        ukey = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        code = rank[packed]
+    else:
+        ukey, code = dense_codes(packed)
+    c.code = code.astype(np.uint16) if len(ukey) <= 1 << 16 else code
+    c.cat = ukey // (np_ * nt)
+    c.pid = (ukey // nt) % np_
+    c.tid = ukey % nt
+    return c
 
 
 class FCols:
-    __slots__ = ("cat", "keys", "n", "ph", "pid", "tid", "ts")
+    __slots__ = ("bad", "base", "cat", "keys", "n", "ph", "pid", "start", "tid")
 
 
 LINKING_CATS = frozenset(C.RUNTIME | C.DEVICE_TYPED | {C.PRIVATEUSE1_DISPATCH, C.PRIVATEUSE1_DRIVER})
@@ -141,19 +227,23 @@ def _own_args(evs: list[Ev]) -> list[Ev]:
     return evs
 
 
-def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True) -> XCols:
-    """Columns of interval events. `links`: parse their link ids now (False: `links` is `NOT_PARSED`; None: only
-    when some event is of a category that links, `LINKING_CATS`)."""
+def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True, base: int = 0) -> XCols:
+    """Columns of interval events, times on the ns clock of `base`. `links`: parse their link ids now (False:
+    `links` is `NOT_PARSED`; None: only when some event is of a category that links, `LINKING_CATS`)."""
     m = len(sel)
     x = XCols()
     x.m = m
-    x.ts = np.fromiter(map(_TS, sel), np.float64, count=m)
-    x.dur = np.fromiter(map(_DUR, sel), np.float64, count=m)
+    x.base = base
+    x.start, x.end, x.bad, x.n_neg = interval_ns(
+        np.fromiter(map(_TS, sel), np.float64, count=m), np.fromiter(map(_DUR, sel), np.float64, count=m), base
+    )
     x.kinds = np.zeros(m, np.int8)
     x.kinds[(sel_ph == PH["i"]) | (sel_ph == PH["I"])] = EventKind.INSTANT
-    x.pid = _ids_of(sel, _PID)
-    x.tid = _ids_of(sel, _TID)
+    pid = _ids_of(sel, _PID)
+    tid = _ids_of(sel, _TID)
     x.cat = _strings_part(map(_CAT, sel), m)
+    x.combos = combos_of(x.cat[1], pid, tid, len(x.cat[0]))
+    del pid, tid
     x.name = _strings_part(map(_NAME, sel), m)
     args = list(map(_ARGS, sel))
     x.args = ArgsStore.from_raw(args)
@@ -163,11 +253,12 @@ def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True) -> XCol
     return x
 
 
-def _f_cols(flows: list[Ev], fph: np.ndarray) -> FCols:
+def _f_cols(flows: list[Ev], fph: np.ndarray, base: int) -> FCols:
     nf = len(flows)
     f = FCols()
     f.n = nf
-    f.ts = np.fromiter(map(_TS, flows), np.float64, count=nf)
+    f.base = base
+    f.start, f.bad = flow_ns(np.fromiter(map(_TS, flows), np.float64, count=nf), base)
     f.pid = _ids_of(flows, _PID)
     f.tid = _ids_of(flows, _TID)
     try:  # fast path: int ids (what to_id gives for them, vectorised; per value, so per chunk is exact)
@@ -183,9 +274,10 @@ def _f_cols(flows: list[Ev], fph: np.ndarray) -> FCols:
     return f
 
 
-def part_of(events: list[Ev], links: bool = False) -> Part:
-    """One piece's columns. Link ids are parsed when `links` (the trace is known to have rows that link) or
-    when the piece itself has such rows (`Part.linking`); otherwise they stay in the args (`NOT_PARSED`)."""
+def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
+    """One piece's columns, times on the ns clock of `base` (`clock_base`). Link ids are parsed when `links`
+    (the trace is known to have rows that link) or when the piece itself has such rows (`Part.linking`);
+    otherwise they stay in the args (`NOT_PARSED`)."""
     n = len(events)
     ph = np.fromiter(map(PH.__getitem__, map(_PH, events)), np.int8, count=n)
     p = Part()
@@ -197,7 +289,7 @@ def part_of(events: list[Ev], links: bool = False) -> Part:
     p.n_x = n_x = int(np.count_nonzero(keep_mask))
     sel = events if n_x == n else list(compress(events, keep_mask.tolist()))
     sel_ph = ph if n_x == n else ph[keep_mask]
-    p.x = x_cols(sel, sel_ph, links=True if links else None)
+    p.x = x_cols(sel, sel_ph, links=True if links else None, base=base)
     p.linking = not LINKING_CATS.isdisjoint(p.x.cat[0])
     del sel
     be = (ph == PH["B"]) | (ph == PH["E"])
@@ -206,7 +298,7 @@ def part_of(events: list[Ev], links: bool = False) -> Part:
     fmask = (ph == PH["s"]) | (ph == PH["f"])
     p.n_sft = int(np.count_nonzero(fmask)) + int(np.count_nonzero(ph == PH["t"]))
     if p.n_sft > 0 and fmask.any():
-        p.flows = _f_cols(list(compress(events, fmask.tolist())), ph[fmask])
+        p.flows = _f_cols(list(compress(events, fmask.tolist())), ph[fmask], base)
     else:
         p.flows = None
     return p

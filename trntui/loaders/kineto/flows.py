@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trntui.loaders.kineto.columns import MAX_NS, FCols, IdMap, merge_ids, merge_strings, to_ns
+from trntui.loaders.kineto.columns import FCols, IdMap, merge_ids, merge_strings
 from trntui.loaders.kineto.schema import PH
 from trntui.model import categories as C
 from trntui.model.builder import ProfileBuilder
@@ -16,23 +16,24 @@ def add_flows(
     fparts: list[FCols],
     start: np.ndarray,
     end: np.ndarray,
-    pid: np.ndarray,
-    tid: np.ndarray,
+    threads: np.ndarray,
+    ev_thread: np.ndarray,
     kinds: np.ndarray,
     first: int,
     builder: ProfileBuilder,
     idmap: IdMap,
-    base: int,
     time_order: np.ndarray,
 ) -> None:
     """Attach flow halves to slices on the same thread: the slice starting at the flow's ts, else the
-    innermost one containing it. Unpaired halves are kept in the table but reported."""
+    innermost one containing it. Unpaired halves are kept in the table but reported. The halves' times are on
+    the ns clock already (columns.flow_ns). `threads`: the events' distinct (pid, tid) keys, sorted;
+    `ev_thread`: each event's index among them (a small unsigned int, so sorting by it is a radix sort)."""
     meta = builder.meta
     nf = sum(f.n for f in fparts)
-    fts_us = np.concatenate([f.ts for f in fparts])
-    with np.errstate(invalid="ignore", over="ignore"):
-        fbad = ~np.isfinite(fts_us) | (np.abs(fts_us * 1000.0 + base) >= MAX_NS)
-    fts = to_ns(np.where(fbad, 0.0, fts_us)) + base
+    fts = np.concatenate([f.start for f in fparts])
+    fbad = None
+    if any(f.bad is not None for f in fparts):
+        fbad = np.concatenate([f.bad if f.bad is not None else np.zeros(f.n, bool) for f in fparts])
     fpid = merge_ids([f.pid for f in fparts], None, idmap)
     ftid = merge_ids([f.tid for f in fparts], None, idmap)
     keys = np.concatenate([f.keys for f in fparts])
@@ -41,25 +42,22 @@ def add_flows(
     role = np.where(fph == PH["s"], Flows.START, Flows.FINISH).astype(np.int8)
     bound = np.full(nf, -1, np.int64)
 
+    # each flow half's thread among the events' (-1: a thread without events)
     intervals = kinds == EventKind.COMPLETE
-    thread_key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
-    f_thread = fpid.astype(np.int64) * (1 << 32) + (ftid.astype(np.int64) & 0xFFFFFFFF)
     ev_idx = time_order[intervals[time_order]]  # the slices, by (start, longest first)
     if len(ev_idx):
-        order = ev_idx[np.argsort(thread_key[ev_idx], kind="stable")]  # ... by thread: one stable sort
-        tk = thread_key[order]
-        uniq, first_pos = np.unique(tk, return_index=True)
-        bounds = list(first_pos.tolist()) + [len(order)]
-        pos_of = {int(u): (bounds[j], bounds[j + 1]) for j, u in enumerate(uniq.tolist())}
-        for t in np.unique(f_thread).tolist():
-            span = pos_of.get(int(t))
-            if span is None:
-                continue
-            a, b = span
-            o = order[a:b]
+        code = ev_thread[ev_idx]
+        order = ev_idx[np.argsort(code, kind="stable")]  # ... by thread: one radix sort
+        bounds = np.zeros(len(threads) + 1, np.int64)
+        np.cumsum(np.bincount(code, minlength=len(threads)), out=bounds[1:])
+        f_key = _thread_key(fpid, ftid)
+        at = np.minimum(np.searchsorted(threads, f_key), len(threads) - 1)
+        f_code = np.where(threads[at] == f_key, at, -1)
+        for t in np.flatnonzero(np.bincount(f_code + 1, minlength=len(threads) + 1)[1:]).tolist():
+            o = order[bounds[t] : bounds[t + 1]]
             s = start[o]
             e = end[o]
-            fi = np.nonzero(f_thread == t)[0]
+            fi = np.flatnonzero(f_code == t)
             q = fts[fi]
             # the innermost slice with start <= ts < end (or starting exactly at ts): walk back from the
             # last slice starting at or before ts, at most 256 slices
@@ -67,7 +65,8 @@ def add_flows(
             pos = walk_back(k, lambda a, c: (s[c] == q[a]) | (e[c] > q[a]), 256)
             hit = pos >= 0
             bound[fi[hit]] = o[pos[hit]]
-    bound[fbad] = -1
+    if fbad is not None:
+        bound[fbad] = -1
     ok = bound >= 0
     if (~ok).any():
         meta.skip("flow events not inside any slice", int((~ok).sum()))
@@ -78,15 +77,28 @@ def add_flows(
     builder.add_flows(keys[ok], bound[ok] + first, fcat[ok], role[ok])
 
 
+def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    return pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
+
+
 def _count_one_sided(fcat: np.ndarray, keys: np.ndarray, role: np.ndarray) -> int:
     """Number of (cat, key) flows whose bound halves all have the same role."""
     if not len(fcat):
         return 0
-    o = np.lexsort((role, keys, fcat))
-    fc, kk, rr = fcat[o], keys[o], role[o]
-    new_pair = np.ones(len(fc), bool)
-    new_pair[1:] = (fc[1:] != fc[:-1]) | (kk[1:] != kk[:-1])
-    new_role = new_pair.copy()
-    new_role[1:] |= rr[1:] != rr[:-1]
+    span = int(keys.max()) - int(keys.min()) + 1
+    if span < (1 << 62) // max(int(fcat.max()) + 1, 1) // 2:  # (cat, key, role) packed in one int64: one sort
+        packed = np.sort((fcat.astype(np.int64) * span + (keys - keys.min())) * 2 + role)
+        pair = packed >> 1
+        new_pair = np.ones(len(packed), bool)
+        new_pair[1:] = pair[1:] != pair[:-1]
+        new_role = new_pair.copy()
+        new_role[1:] |= packed[1:] != packed[:-1]
+    else:
+        o = np.lexsort((role, keys, fcat))
+        fc, kk, rr = fcat[o], keys[o], role[o]
+        new_pair = np.ones(len(fc), bool)
+        new_pair[1:] = (fc[1:] != fc[:-1]) | (kk[1:] != kk[:-1])
+        new_role = new_pair.copy()
+        new_role[1:] |= rr[1:] != rr[:-1]
     group = np.cumsum(new_pair) - 1
     return int((np.bincount(group[new_role]) == 1).sum())

@@ -12,7 +12,7 @@ from typing import Any
 from trntui.errors import LoadError
 from trntui.loaders.files import read_bytes
 from trntui.loaders.kineto.chunks import decode_chunked
-from trntui.loaders.kineto.columns import part_of
+from trntui.loaders.kineto.columns import clock_base, part_of
 from trntui.loaders.kineto.merge import add_parts
 from trntui.loaders.kineto.schema import Ev
 from trntui.loaders.kineto.streaming import ArgsSpill, Stream, map_trace
@@ -157,4 +157,4 @@ def add_events(
     events: list[Ev], top_meta: dict[str, Any], builder: ProfileBuilder, *, path: Path, instance: str = ""
 ) -> None:
     """Convert decoded chrome events into builder batches (events, lanes, flows) and fill the metadata."""
-    add_parts([part_of(events)], top_meta, builder, path=path, instance=instance)
+    add_parts([part_of(events, base=clock_base(top_meta)[0])], top_meta, builder, path=path, instance=instance)

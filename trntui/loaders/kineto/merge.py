@@ -10,16 +10,15 @@ import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.columns import (
-    MAX_NS,
     NOT_PARSED,
     IdMap,
     Part,
+    clock_base,
     link_columns,
     links_of_args,
     merge_ids,
     merge_strings,
     to_id,
-    to_ns,
     x_cols,
 )
 from trntui.loaders.kineto.device import detect_device
@@ -27,6 +26,8 @@ from trntui.loaders.kineto.flows import add_flows
 from trntui.loaders.kineto.schema import PH, Ev, any_decoder
 from trntui.model import categories as C
 from trntui.model.args import ArgsStore, raw_many
+from trntui.model.arrays import small_codes
+from trntui.model.arrays import time_order as sorted_by_time
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import ProfileMeta, Tier
 from trntui.progress import report
@@ -45,10 +46,9 @@ def add_parts(
     report("merging", 0, 0)
     meta = builder.meta
     meta.trace_meta.update({k: v for k, v in top_meta.items() if k != "traceEvents"})
-    base = top_meta.get("baseTimeNanoseconds") or 0
-    if not isinstance(base, int) or not 0 <= base < MAX_NS:
-        meta.notes.append("baseTimeNanoseconds is not a usable clock offset; ignored")
-        base = 0
+    base, note = clock_base(top_meta)
+    if note:
+        meta.notes.append(note)
     meta.base_ns = base
     if not instance:
         host = top_meta.get("host_name")
@@ -90,7 +90,7 @@ def add_parts(
     be_events = [ev for p in parts for ev in p.be_events]
     if be_events:
         paired = _pair_begin_end(be_events, meta)
-        xs.append(x_cols(paired, np.full(len(paired), PH["X"], np.int8), links=None))
+        xs.append(x_cols(paired, np.full(len(paired), PH["X"], np.int8), links=None, base=base))
         del paired
     del be_events
     n_x = sum(p.n_x for p in parts)
@@ -99,25 +99,21 @@ def add_parts(
         meta.skip("events of unsupported phases (counters, async, ...)", other)
 
     m = sum(x.m for x in xs)
-    ts = np.concatenate([x.ts for x in xs])
-    dur = np.concatenate([x.dur for x in xs])
-    with np.errstate(invalid="ignore", over="ignore"):
-        bad = ~np.isfinite(ts) | ~np.isfinite(dur)
-        # out of the int64 ns clock (corrupted values like 1e300): would overflow the columns
-        bad |= (np.abs(ts * 1000.0 + base) >= MAX_NS) | (np.abs((ts + np.maximum(dur, 0.0)) * 1000.0 + base) >= MAX_NS)
-    neg = dur < 0
-    if bad.any() or neg.any():
-        meta.skip("events with non-finite or out-of-range timestamps", int(bad.sum()))
-        if neg.any():
-            meta.notes.append(f"{int(neg.sum())} events with negative duration shown as instants")
-        dur = np.where(neg | bad, 0.0, dur)
-        ts = np.where(bad, 0.0, ts)
+    # times were put on the ns clock by each piece (columns.interval_ns): events out of its range are skipped,
+    # negative durations shown as instants
+    start = np.concatenate([x.start for x in xs])
+    end = np.concatenate([x.end for x in xs])
     kinds = np.concatenate([x.kinds for x in xs])
-    start = to_ns(ts) + base
-    end = start + to_ns(dur)
-    del ts, dur
+    bad = None
+    if any(x.bad is not None for x in xs):
+        bad = np.concatenate([x.bad if x.bad is not None else np.zeros(x.m, bool) for x in xs])
+    n_neg = sum(x.n_neg for x in xs)
+    if bad is not None or n_neg:
+        meta.skip("events with non-finite or out-of-range timestamps", 0 if bad is None else int(bad.sum()))
+        if n_neg:
+            meta.notes.append(f"{n_neg} events with negative duration shown as instants")
     keep_ok: np.ndarray | None = None
-    if bad.any():
+    if bad is not None:
         keep_ok = ~bad
         start, end, kinds = start[keep_ok], end[keep_ok], kinds[keep_ok]
         m = int(keep_ok.sum())
@@ -125,9 +121,12 @@ def add_parts(
         days = (int(end.max()) - int(start.min())) / 86_400e9
         meta.notes.append(f"events span {days:,.1f} days: timestamps from different clocks (mixed ts regimes) "
                           "or corrupted values (e.g. an absurd Record Window End)")
-    pid = merge_ids([x.pid for x in xs], keep_ok, idmap)
-    tid = merge_ids([x.tid for x in xs], keep_ok, idmap)
-    cat_ids = merge_strings([x.cat for x in xs], keep_ok, builder.intern_cat, np.int16)
+    if keep_ok is None:  # the pieces' (category, pid, tid) combinations: no per-event pid/tid columns
+        combos = _global_combos(xs, builder, idmap)
+        cat_ids = combos.cat_ids
+    else:  # skipped events change which value occurs first: the per-event columns, then the same combinations
+        combos = _combos_of_columns(xs, keep_ok, builder, idmap)
+        cat_ids = combos.cat_ids
     name_ids = merge_strings([x.name for x in xs], keep_ok, builder.intern_name, np.int32)
     args = spill.concat([x.args for x in xs]) if spill is not None else ArgsStore.concat([x.args for x in xs])
     lazy = None
@@ -158,39 +157,33 @@ def add_parts(
     # --- lanes: one per (tier, pid, tid/stream) ----------------------------------------------------
     device_pids = {p for p, lab in process_labels.items() if lab and not lab.upper().startswith("CPU")}
     cat_kind = [C.lane_kind(c) for c in builder.cats]
-    lane_ids = np.empty(m, np.int32)
-    if m:
-        # unique (cat, pid, tid) rows in lexicographic order, via ranks packed into one int64 key
-        # (same order and ids as np.unique(axis=0), without its slow row-wise sort)
-        up, pinv = np.unique(pid, return_inverse=True)
-        ut, tinv = np.unique(tid, return_inverse=True)
-        packed = (cat_ids.astype(np.int64) * len(up) + pinv.reshape(-1)) * len(ut) + tinv.reshape(-1)
-        ukey, inverse = np.unique(packed, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        uniq = np.stack([ukey // (len(up) * len(ut)), up[(ukey // len(ut)) % len(up)], ut[ukey % len(ut)]], axis=1)
-        lane_for_combo = np.empty(len(uniq), np.int32)
-        for j, (cid, p, t) in enumerate(uniq.tolist()):
-            tier, subsystem, prefix = cat_kind[cid]
-            ident = f"{prefix}:{t if t >= -999 else idmap.label(t)}"
-            is_device_lane = tier in (Tier.HARDWARE, Tier.DEVICE) and builder.cats[cid] != C.PRIVATEUSE1_DRIVER
-            owner_label = process_labels.get(p, "")
-            if p < -999:
-                subsystem, ident = "markers", str(idmap.label(p) or "")
-            lane_for_combo[j] = builder.lane(
-                tier,
-                subsystem,
-                ident,
-                int(p),
-                int(t),
-                instance=instance,
-                process_name=owner_label if is_device_lane and owner_label else process_names.get(p, ""),
-                thread_name=thread_names.get((p, t), ""),
-                sort_index=process_sort.get(p, 0) if p in process_sort else (1 << 24 if p in device_pids else 0),
-            )
-        lane_ids = lane_for_combo[inverse]
+    lane_for_combo = np.empty(len(combos.rows), np.int32)
+    for j, (cid, p, t) in enumerate(combos.rows.tolist()):
+        tier, subsystem, prefix = cat_kind[cid]
+        ident = f"{prefix}:{t if t >= -999 else idmap.label(t)}"
+        is_device_lane = tier in (Tier.HARDWARE, Tier.DEVICE) and builder.cats[cid] != C.PRIVATEUSE1_DRIVER
+        owner_label = process_labels.get(p, "")
+        if p < -999:
+            subsystem, ident = "markers", str(idmap.label(p) or "")
+        lane_for_combo[j] = builder.lane(
+            tier,
+            subsystem,
+            ident,
+            int(p),
+            int(t),
+            instance=instance,
+            process_name=owner_label if is_device_lane and owner_label else process_names.get(p, ""),
+            thread_name=thread_names.get((p, t), ""),
+            sort_index=process_sort.get(p, 0) if p in process_sort else (1 << 24 if p in device_pids else 0),
+        )
+    lane_ids = lane_for_combo[combos.row] if m else np.empty(0, np.int32)
+    # each event's host thread / stream (pid, tid) as a small code, for the flow binding
+    threads, thread_of_row = small_codes(_thread_key(combos.rows[:, 1], combos.rows[:, 2]))
+    ev_thread = thread_of_row[combos.row]
+    del combos
 
     # (start, longest first): the profile's final order, computed once for the builder and the flow binding
-    time_order = np.lexsort((start - end, start)) if m else np.zeros(0, np.int64)
+    time_order = sorted_by_time(start, end)
     first = builder.add_events(
         start=start, end=end, lane=lane_ids, name=name_ids, cat=cat_ids, kind=kinds, ext=ext, corr=corr, args_raw=args,
         time_order=time_order, links_from_args=lazy,
@@ -200,10 +193,77 @@ def add_parts(
     fparts = [p.flows for p in parts if p.flows is not None]
     if fparts:
         report("binding flows", 0, 0)
-        add_flows(fparts, start, end, pid, tid, kinds, first, builder, idmap, base, time_order)
+        add_flows(fparts, start, end, threads, ev_thread, kinds, first, builder, idmap, time_order)
 
     # --- device kind and backend label --------------------------------------------------------------
     detect_device(builder, top_meta, meta)
+
+
+class _Combos:
+    """The distinct (category id, pid, tid) rows of the merged events in lexicographic order (`rows`, one lane
+    each), each event's row (`row`), and the events' interned category ids (`cat_ids`)."""
+
+    def __init__(self, rows: np.ndarray, row: np.ndarray, cat_ids: np.ndarray) -> None:
+        self.rows, self.row, self.cat_ids = rows, row, cat_ids
+
+
+def _global_combos(xs: list[Any], builder: ProfileBuilder, idmap: IdMap) -> _Combos:
+    """Merge the pieces' combinations: pids and tids through `idmap` as a whole-column pass would (all ints: as
+    they are; else every distinct value, strings numbered in first-occurrence order), categories interned in
+    first-occurrence order; then the rows sorted and deduplicated."""
+    pid_maps = _id_maps([x.combos.pids for x in xs], idmap)
+    tid_maps = _id_maps([x.combos.tids for x in xs], idmap)
+    cat_maps = [np.fromiter(map(builder.intern_cat, x.cat[0]), np.int16, count=len(x.cat[0])) for x in xs]
+    cat_ids = np.concatenate([cm[x.cat[1]] for cm, x in zip(cat_maps, xs)]) if xs else np.zeros(0, np.int16)
+    g_cat = np.concatenate([cm[x.combos.cat] for cm, x in zip(cat_maps, xs)]).astype(np.int64)
+    g_pid = np.concatenate([pm[x.combos.pid] for pm, x in zip(pid_maps, xs)])
+    g_tid = np.concatenate([tm[x.combos.tid] for tm, x in zip(tid_maps, xs)])
+    rows, row_of = _distinct_rows(g_cat, g_pid, g_tid)
+    at = np.cumsum([0] + [len(x.combos.cat) for x in xs])
+    row = np.concatenate([row_of[at[k] : at[k + 1]][x.combos.code] for k, x in enumerate(xs)]) if xs else np.zeros(0, np.int64)
+    return _Combos(rows, row, cat_ids)
+
+
+def _id_maps(values: list[Any], idmap: IdMap) -> list[np.ndarray]:
+    """Per piece, its distinct pid (or tid) values as the profile's int ids."""
+    if all(isinstance(v, np.ndarray) for v in values):
+        return values
+    table: dict[Any, int] = {}
+    out = []
+    for v in values:
+        vals = v.tolist() if isinstance(v, np.ndarray) else v
+        for x in vals:
+            if x not in table:
+                table[x] = idmap.one(x)
+        out.append(np.fromiter(map(table.__getitem__, vals), np.int64, count=len(vals)))
+    return out
+
+
+def _distinct_rows(cat: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (cat, pid, tid) rows in lexicographic order, and the row of each input."""
+    if not len(cat):
+        return np.zeros((0, 3), np.int64), np.zeros(0, np.int64)
+    o = np.lexsort((tid, pid, cat))
+    c, p, t = cat[o], pid[o], tid[o]
+    new = np.ones(len(o), bool)
+    new[1:] = (c[1:] != c[:-1]) | (p[1:] != p[:-1]) | (t[1:] != t[:-1])
+    rank = np.cumsum(new) - 1
+    row_of = np.empty(len(o), np.int64)
+    row_of[o] = rank
+    return np.stack([c[new], p[new], t[new]], axis=1), row_of
+
+
+def _combos_of_columns(xs: list[Any], keep: np.ndarray, builder: ProfileBuilder, idmap: IdMap) -> _Combos:
+    """`_global_combos` for a merge that skips events (`keep`): through per-event pid/tid columns."""
+    pid = merge_ids([x.combos.column("pid") for x in xs], keep, idmap)
+    tid = merge_ids([x.combos.column("tid") for x in xs], keep, idmap)
+    cat_ids = merge_strings([x.cat for x in xs], keep, builder.intern_cat, np.int16)
+    rows, row = _distinct_rows(cat_ids.astype(np.int64), pid, tid)
+    return _Combos(rows, row, cat_ids)
+
+
+def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    return pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
 
 
 def _pair_begin_end(events: list[Ev], meta: ProfileMeta) -> list[Ev]:

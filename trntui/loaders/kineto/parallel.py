@@ -106,7 +106,7 @@ class Claims:
 
 def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Claims, from_back: bool,
                    progress: tuple[int, int] | None = None, sink: Any = None,
-                   stream: Stream | None = None, offset: int = 0) -> dict[int, Part] | None:
+                   stream: Stream | None = None, offset: int = 0, base: int = 0) -> dict[int, Part] | None:
     """Decode the pieces this side claims; None when one is not valid on its own (the caller then decodes
     serially, where a cut inside a string is extended to the next candidate). `sink(k, part)` takes each
     piece at once instead of the returned dict (the child writes it out, so it never holds them all).
@@ -119,7 +119,7 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             claims.fail()
             return None
-        part = part_of(events, bool(claims.view[Claims.LINKING]))
+        part = part_of(events, bool(claims.view[Claims.LINKING]), base)
         if part.linking:
             claims.view[Claims.LINKING] = 1
         del events
@@ -137,7 +137,9 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
     return done
 
 
-def decode_parallel(inner: memoryview, offset: int, total: int, stream: Stream | None = None) -> list[Part] | None:
+def decode_parallel(
+    inner: memoryview, offset: int, total: int, stream: Stream | None = None, base: int = 0
+) -> list[Part] | None:
     """Decode the event array in ~4 MB pieces with two processes: this one takes pieces from the front, a
     forked child from the back, until they meet (so both finish together whatever the content). The child's
     columns come back as msgpack in a temporary file. None when a piece is not valid or the child fails."""
@@ -164,14 +166,15 @@ def decode_parallel(inner: memoryview, offset: int, total: int, stream: Stream |
                     while payload:
                         payload = payload[os.write(fd, payload) :]
 
-                if _decode_pieces(inner, pieces, claims, True, sink=write_frame, stream=stream, offset=offset) is not None:
+                if _decode_pieces(inner, pieces, claims, True, sink=write_frame, stream=stream, offset=offset,
+                                  base=base) is not None:
                     code = 0
             finally:
                 os._exit(code)
         done = False
         mine: dict[int, Part] | None = None
         try:
-            mine = _decode_pieces(inner, pieces, claims, False, (offset, total), stream=stream, offset=offset)
+            mine = _decode_pieces(inner, pieces, claims, False, (offset, total), stream=stream, offset=offset, base=base)
             done = True
         finally:
             if not done or mine is None:
