@@ -102,7 +102,7 @@ async def test_jump_to_a_hop_scrolls_its_lane_into_view(corpus_dir, size):
 @pytest.mark.parametrize("size", SIZES)
 async def test_one_relative_clock_without_scientific_notation(corpus_dir, size):
     """Ruler marks, pane title and status line are offsets from the trace start in one auto-scaled unit per
-    ruler, at every zoom (fit-all of a 43 s trace down to 1 ns per cell); `t` shows absolute time."""
+    ruler, at every zoom (fit-all of a 43 s trace down to 1 ns per cell); `A` shows absolute time."""
     async with opened(corpus_dir / "cuda_alexnet.json.gz", size=size) as (app, pilot):
         await pilot.press("tab")
         timeline = app.timeline
@@ -119,9 +119,9 @@ async def test_one_relative_clock_without_scientific_notation(corpus_dir, size):
             for text in (ruler, status, title, screen_text(app)):
                 assert not SCIENTIFIC.search(text), text
             assert re.match(r"Timeline · [+-][\d.]+(ns|µs|ms|s) … [+-][\d.]+(ns|µs|ms|s) · ", title)
-        await pilot.press("t")
+        await pilot.press("A")
         assert "UTC" in timeline.render_line(1).text
-        await pilot.press("t")
+        await pilot.press("A")
         assert "UTC" not in timeline.render_line(1).text
 
 

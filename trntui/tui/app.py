@@ -307,6 +307,8 @@ class TrntuiApp(App[None]):
                     self._titles()
             elif message.then == "instances":
                 self.timeline.show_instance_list()
+            elif message.then == "tree" and self.timeline.cursor_event >= 0:
+                self.timeline.show_call_tree(self.timeline.cursor_event)
 
     def select_op(self, row: int) -> None:
         """Make OpTable row `row` the selection: highlight its instances (and what they launched), chain the

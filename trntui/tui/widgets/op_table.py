@@ -143,6 +143,7 @@ class OpTableView(ScrollView, can_focus=True):
         Binding("m", "toggle_spread", "Min / avg / max columns", show=False, id="ops-spread"),
         Binding("L", "select('longest')", "Longest instance", show=False, id="ops-longest"),
         Binding("i", "select('instances')", "Instance list", show=False, id="ops-instances"),
+        Binding("t", "select('tree')", "Call tree of the first instance", show=False, id="ops-calltree"),
         Binding("y", "copy_name", "Copy the op's name", show=False, id="ops-copy"),
         Binding("w", "save_csv", "Save the rows shown as CSV", show=False, id="ops-save-csv"),
     ]

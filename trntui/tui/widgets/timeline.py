@@ -142,7 +142,8 @@ class Timeline(Widget, can_focus=True):
         Binding("full_stop", "nudge(1)", "Cursor right one cell", show=False, id="timeline-cursor-right"),
         Binding("enter", "choose", "Chain", id="timeline-chain"),
         Binding("d", "toggle_subrows", "Rows: fit / every lane / every depth", show=False, id="timeline-subrows"),
-        Binding("t", "toggle_clock", "Absolute / relative time", show=False, id="timeline-clock"),
+        Binding("t", "call_tree", "Call tree", id="timeline-calltree"),
+        Binding("A", "toggle_clock", "Absolute / relative time", show=False, id="timeline-clock"),
         Binding("y", "copy_name", "Copy the event's name", show=False, id="timeline-copy"),
     ]
 
@@ -887,6 +888,38 @@ class Timeline(Widget, can_focus=True):
 
     def on_mouse_scroll_right(self, event: events.MouseScrollRight) -> None:
         self._wheel(event, pan=1)
+
+    def action_call_tree(self) -> None:
+        """The call tree of the step under the cursor (a device or runtime event: of the op that launched it)."""
+        event = self.event_under_cursor()
+        if event < 0 or self.profile is None:
+            self.notify("No event under the cursor: put it on an op (or a kernel) first", severity="warning")
+            return
+        self.show_call_tree(event)
+
+    def show_call_tree(self, event: int) -> None:
+        """Open the call-tree screen on the step enclosing `event` (its launching op for device rows); the
+        node chosen there is highlighted and zoomed to here."""
+        from trntui.analysis.calltree import enclosing_step
+        from trntui.analysis.links import build_links
+        from trntui.tui.screens.calltree import CallTreeScreen
+
+        profile = self.profile
+        if profile.lane_of(event).tier != Tier.DISPATCH:
+            op = int(build_links(profile).op_of[event])
+            if op < 0:
+                self.notify("This event has no launching op on a host thread: no call tree", severity="warning")
+                return
+            event = op
+
+        def chosen(events: list[int] | None) -> None:
+            if events:
+                ev = np.asarray(events, np.int64)
+                self.select(ev, ev, safe_text(profile.name_of(int(ev[0]))))
+                self.zoom_to_event(int(ev[np.argmin(profile.start[ev])]))
+                self.focus()
+
+        self.app.push_screen(CallTreeScreen(profile, enclosing_step(profile, event), event), chosen)
 
     def action_toggle_clock(self) -> None:
         self.absolute_time = not self.absolute_time

@@ -1,0 +1,373 @@
+"""The call-tree pane: one step's call tree (ops, annotations, Python frames, nn.Module scopes merged by call
+path) as an expandable list with calls, inclusive and exclusive time, and its icicle graph below.
+
+Drawn with the Line API from `trntui.analysis.calltree.CallTree`; the cursor walks parent / children /
+siblings; Enter shows the node's events on the timeline (`NodeChosen`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+from trntui.analysis.calltree import VIEWS, CallTree, call_tree, icicle, module_path, python_stack
+from trntui.analysis.timeline import format_ns
+from trntui.textsafe import safe_text
+from trntui.tui.widgets.timeline import fit_cells
+
+if TYPE_CHECKING:
+    from trntui.model.profile import Profile
+
+KIND_MARKS = {"op": " ", "annotation": "#", "python": "ƒ", "module": "▣"}
+"""A mark before each name: annotation (record_function), Python frame, nn.Module scope."""
+
+VIEW_TITLES = {"all": "ops + Python frames", "modules": "ops + nn.Module scopes", "ops": "ops only"}
+
+
+class CallTreeView(ScrollView, can_focus=True):
+    """The tree as lines `▾ name  calls  inclusive  exclusive  % of the root`."""
+
+    ALLOW_MAXIMIZE = True
+
+    HELP = "Call tree: the step's ops merged by call path; → opens, ← closes / goes up, Enter shows on the timeline."
+
+    BINDINGS = [
+        Binding("down,j", "move(1)", "Next line", show=False, id="calltree-down"),
+        Binding("up,k", "move(-1)", "Previous line", show=False, id="calltree-up"),
+        Binding("right,l", "open", "Open / first child", id="calltree-open"),
+        Binding("left,h", "close", "Close / parent", id="calltree-close"),
+        Binding("p", "parent", "Parent", show=False, id="calltree-parent"),
+        Binding("right_square_bracket", "sibling(1)", "Next sibling", show=False, id="calltree-next-sibling"),
+        Binding("left_square_bracket", "sibling(-1)", "Prev sibling", show=False, id="calltree-prev-sibling"),
+        Binding("asterisk", "open_all", "Open all below", show=False, id="calltree-open-all"),
+        Binding("v", "cycle_view", "View: frames / modules / ops", id="calltree-view"),
+        Binding("enter", "choose", "Show on timeline", id="calltree-show"),
+        Binding("y", "copy_name", "Copy the name", show=False, id="calltree-copy"),
+    ]
+
+    COMPONENT_CLASSES = {"calltree--header", "calltree--cursor", "calltree--muted", "calltree--python"}
+
+    DEFAULT_CSS = """
+    CallTreeView { scrollbar-size-vertical: 1; overflow-x: hidden; }
+    CallTreeView > .calltree--header { text-style: bold; color: $text-accent; }
+    CallTreeView > .calltree--cursor { background: $block-cursor-blurred-background; }
+    CallTreeView:focus > .calltree--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    CallTreeView > .calltree--muted { color: $text-muted; }
+    CallTreeView > .calltree--python { color: $text-success; }
+    """
+
+    class NodeChosen(Message):
+        """Enter on a node: show its events on the timeline."""
+
+        def __init__(self, view: "CallTreeView", events: list[int]) -> None:
+            self.view = view
+            self.events = events
+            super().__init__()
+
+        @property
+        def control(self) -> "CallTreeView":
+            return self.view
+
+    class CursorMoved(Message):
+        """The cursor moved to another node (the icicle and the detail line follow)."""
+
+        def __init__(self, view: "CallTreeView") -> None:
+            self.view = view
+            super().__init__()
+
+        @property
+        def control(self) -> "CallTreeView":
+            return self.view
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.profile: Profile | None = None
+        self.calltree: CallTree | None = None
+        self.root_event = -1
+        self.view = "all"
+        self.opened: set[int] = set()
+        """Nodes whose children are shown."""
+        self.line_nodes: list[int] = []
+        """Node of each visible line."""
+        self.cursor = 0
+        """Line of the cursor."""
+
+    # -- model -----------------------------------------------------------------------------------
+    def show(self, profile: "Profile", root_event: int, focus_event: int = -1, view: str | None = None) -> None:
+        """The tree under `root_event`, opened down to the node of `focus_event` (cursor on it)."""
+        self.profile = profile
+        self.root_event = root_event
+        if view is not None:
+            self.view = view
+        self.calltree = call_tree(profile, root_event, self.view)
+        if self.view == "all" and not self.calltree.has_python:
+            self.view = "ops"  # without Python frames the views are the same: name it for what it is
+            self.calltree = call_tree(profile, root_event, self.view)
+        self.opened = {0}
+        target = self.calltree.node_of.get(focus_event, 0)
+        self.opened.update(self.calltree.path(target)[:-1])
+        # open the heaviest path a few levels, so the first screen says where the time went
+        node = 0
+        for _ in range(3):
+            self.opened.add(node)
+            kids = self.calltree.nodes[node].children
+            if not kids:
+                break
+            node = kids[0]
+        self._relayout()
+        self.cursor = self.line_nodes.index(target) if target in self.line_nodes else 0
+        self._scroll_cursor()
+        self.post_message(self.CursorMoved(self))
+
+    @property
+    def node(self) -> int:
+        """The node under the cursor (-1 without a tree)."""
+        return self.line_nodes[self.cursor] if self.line_nodes else -1
+
+    @property
+    def title(self) -> str:
+        if self.calltree is None or self.profile is None:
+            return "Call tree"
+        root = self.calltree.nodes[0]
+        lane = self.profile.lane_of(self.root_event)
+        view = VIEW_TITLES[self.view]
+        return f"Call tree · {safe_text(root.name)} · {format_ns(root.inclusive_ns)} · TID:{lane.tid} · {view} (v)"
+
+    def _relayout(self) -> None:
+        lines: list[int] = []
+        tree = self.calltree
+
+        def walk(node: int) -> None:
+            lines.append(node)
+            if node in self.opened:
+                for c in tree.nodes[node].children:
+                    walk(c)
+
+        if tree is not None:
+            walk(0)
+        self.line_nodes = lines
+        self.cursor = min(self.cursor, max(len(lines) - 1, 0))
+        self.virtual_size = Size(self.size.width, len(lines) + 1)
+        self.refresh()
+
+    def line_text(self, k: int, width: int = 100) -> str:
+        """Plain text of visible line `k` (tests, docs)."""
+        return "".join(seg.text for seg in self._line(k, width))
+
+    def _line(self, k: int, width: int) -> list[Segment]:
+        tree = self.calltree
+        node = tree.nodes[self.line_nodes[k]]
+        root = max(tree.nodes[0].inclusive_ns, 1)
+        numbers = f" {node.calls:>7,} {format_ns(node.inclusive_ns):>9} {format_ns(node.exclusive_ns):>9} {100 * node.inclusive_ns / root:>6.1f}%"
+        arrow = ("▾ " if self.line_nodes[k] in self.opened else "▸ ") if node.children else "  "
+        head = "  " * node.depth + arrow + KIND_MARKS.get(node.kind, " ") + " "
+        name_width = max(width - len(numbers) - len(head), 8)
+        name = fit_cells(safe_text(node.name), name_width).ljust(name_width)
+        role = "python" if node.kind in ("python", "module") else ""
+        return [Segment(head, self._style("muted")), Segment(name, self._style(role)), Segment(numbers, self._style(""))]
+
+    def _style(self, role: str) -> Style:
+        base = self.rich_style
+        return base + self.get_component_rich_style(f"calltree--{role}") if role else base
+
+    # -- actions ---------------------------------------------------------------------------------
+    def _moved(self) -> None:
+        self._scroll_cursor()
+        self.refresh()
+        self.post_message(self.CursorMoved(self))
+
+    def _scroll_cursor(self) -> None:
+        visible = max(self.scrollable_content_region.height - 1, 1)
+        top = int(self.scroll_offset.y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + visible:
+            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
+
+    def go_to_node(self, node: int) -> None:
+        """Put the cursor on `node`, opening its ancestors."""
+        if self.calltree is None:
+            return
+        self.opened.update(self.calltree.path(node)[:-1])
+        self._relayout()
+        self.cursor = self.line_nodes.index(node)
+        self._moved()
+
+    def action_move(self, delta: int) -> None:
+        if self.line_nodes:
+            self.cursor = max(0, min(self.cursor + delta, len(self.line_nodes) - 1))
+            self._moved()
+
+    def action_open(self) -> None:
+        node = self.node
+        if node < 0 or not self.calltree.nodes[node].children:
+            return
+        if node in self.opened:
+            self.go_to_node(self.calltree.nodes[node].children[0])
+        else:
+            self.opened.add(node)
+            self._relayout()
+            self._moved()
+
+    def action_close(self) -> None:
+        node = self.node
+        if node < 0:
+            return
+        if node in self.opened and self.calltree.nodes[node].children:
+            self.opened.discard(node)
+            self._relayout()
+            self._moved()
+        else:
+            self.action_parent()
+
+    def action_parent(self) -> None:
+        node = self.node
+        if node > 0:
+            self.go_to_node(self.calltree.nodes[node].parent)
+
+    def action_sibling(self, direction: int) -> None:
+        node = self.node
+        if node <= 0:
+            return
+        siblings = self.calltree.siblings(node)
+        k = siblings.index(node) + direction
+        if 0 <= k < len(siblings):
+            self.go_to_node(siblings[k])
+
+    def action_open_all(self) -> None:
+        node = self.node
+        if node < 0:
+            return
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            self.opened.add(n)
+            stack.extend(self.calltree.nodes[n].children)
+        self._relayout()
+        self._moved()
+
+    def action_cycle_view(self) -> None:
+        if self.calltree is None:
+            return
+        event = self.calltree.nodes[self.node].events[0] if self.node >= 0 else -1
+        views = VIEWS if self.calltree.has_python or self.calltree.has_modules else ("ops",)
+        self.view = views[(views.index(self.view) + 1) % len(views)] if self.view in views else views[0]
+        self.show(self.profile, self.root_event, event)
+
+    def action_choose(self) -> None:
+        if self.node >= 0:
+            self.post_message(self.NodeChosen(self, list(self.calltree.nodes[self.node].events)))
+
+    def action_copy_name(self) -> None:
+        if self.node >= 0:
+            self.app.copy_to_clipboard(self.calltree.nodes[self.node].name)
+            self.notify(f"copied {safe_text(self.calltree.nodes[self.node].name)[:60]}", markup=False)
+
+    # -- rendering -------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width or self.size.width
+        base = self.rich_style
+        if self.calltree is None:
+            text = "Press t on the timeline (or the ops table) for the call tree of the step under the cursor." if y == 0 else ""
+            return Strip([Segment(text, self._style("muted"))]).crop_extend(0, width, base)
+        if y == 0:
+            numbers = f" {'calls':>7} {'incl':>9} {'excl':>9} {'%':>7}"
+            head = "name".ljust(max(width - len(numbers), 8)) + numbers
+            return Strip([Segment(head, self._style("header"))]).crop_extend(0, width, base)
+        k = int(self.scroll_offset.y) + y - 1
+        if k >= len(self.line_nodes):
+            return Strip.blank(width, base)
+        segments = self._line(k, width)
+        if k == self.cursor:
+            cursor = self.get_component_rich_style("calltree--cursor")
+            segments = [Segment(s.text, (s.style or base) + cursor) for s in segments]
+            return Strip(segments).crop_extend(0, width, base + cursor)
+        return Strip(segments).crop_extend(0, width, base)
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.size.width, len(self.line_nodes) + 1)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+
+class Icicle(Widget):
+    """The icicle (top-down flame) graph of the cursor node's subtree: one row per depth, widths by inclusive
+    time, names inside the bars; the cursor node is highlighted. Under it: the Python stack and module path."""
+
+    COMPONENT_CLASSES = {"icicle--bar", "icicle--cursor", "icicle--muted"}
+
+    DEFAULT_CSS = """
+    Icicle { height: 12; }
+    Icicle > .icicle--bar { background: $primary-darken-1; color: $text; }
+    Icicle > .icicle--cursor { background: $accent; color: $text; text-style: bold; }
+    Icicle > .icicle--muted { color: $text-muted; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.calltree: CallTree | None = None
+        self.profile: Profile | None = None
+        self.root = 0
+        """Node drawn across the full width (the parent of the cursor node, so its siblings show too)."""
+        self.cursor = 0
+
+    def show(self, profile: "Profile", tree: CallTree, cursor: int) -> None:
+        self.profile, self.calltree, self.cursor = profile, tree, cursor
+        parent = tree.nodes[cursor].parent
+        self.root = parent if parent >= 0 else cursor
+        self.refresh()
+
+    def detail_lines(self) -> list[str]:
+        """The Python stack (innermost first) and module path of the cursor node's first event."""
+        if self.calltree is None or self.profile is None:
+            return []
+        event = self.calltree.nodes[self.cursor].events[0]
+        out = []
+        modules = module_path(self.profile, event)
+        if modules:
+            out.append("module: " + " › ".join(safe_text(m) for m in modules))
+        stack = python_stack(self.profile, event, limit=6)
+        if stack:
+            out.append("python: " + " ‹ ".join(safe_text(f) for f in stack))
+        return out
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if self.calltree is None:
+            return Strip.blank(width, base)
+        details = self.detail_lines()
+        depth_rows = max(self.size.height - len(details), 1)
+        if y >= depth_rows:
+            text = details[y - depth_rows]
+            return Strip([Segment(text, base + self.get_component_rich_style("icicle--muted"))]).crop_extend(0, width, base)
+        rows = icicle(self.calltree, width, depth_rows, self.root)
+        if y >= len(rows):
+            return Strip.blank(width, base)
+        bar = base + self.get_component_rich_style("icicle--bar")
+        cur = base + self.get_component_rich_style("icicle--cursor")
+        segments: list[Segment] = []
+        done = 0
+        for a, b, node in rows[y]:
+            if a > done:
+                segments.append(Segment(" " * (a - done), base))
+            name = safe_text(self.calltree.nodes[node].name)
+            text = fit_cells(name, b - a - 1) if b - a > 1 else ""
+            segments.append(Segment(text.ljust(b - a - 1) + ("▏" if b - a > 1 else "▏"), cur if node == self.cursor else bar))
+            done = b
+        return Strip(segments).crop_extend(0, width, base)
+
+    def row_text(self, y: int) -> str:
+        return self.render_line(y).text
