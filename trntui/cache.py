@@ -32,7 +32,7 @@ import numpy as np
 from trntui.model.args import ArgsStore, Blobs
 from trntui.settings import cache_dir  # noqa: F401  (the documented default location, for callers at the edge)
 
-FORMAT = 4
+FORMAT = 5
 """Bumped whenever what is stored changes."""
 
 MAX_ENTRIES = 8

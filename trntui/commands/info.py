@@ -217,7 +217,7 @@ def render_text(doc: dict[str, Any]) -> str:
                 out.append("  trntui reads: nothing yet")
             if s.get("counters"):
                 lanes = ", ".join(f"{st(k)} ({v} samples)" for k, v in s["counters"].items())
-                out.append(f"  counters: {lanes}")
+                out.append(f"  counter lanes (timeline sparklines): {lanes}")
             for e in s["exports"]:
                 for w in e.get("warnings") or []:
                     out.append(f"  Explorer warning: {st(w)}")

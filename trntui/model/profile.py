@@ -122,6 +122,10 @@ class ProfileMeta:
     """Human-readable remarks about the load (repairs made, orphan flows, ...)."""
     device_time_source: str = ""
     """Where device time came from: `trace.json` device rows, or the Neuron system trace."""
+    counters: list[dict[str, Any]] = field(default_factory=list)
+    """Sampled series drawn as one-row counter lanes (Neuron Explorer's CpuUsage, HostMemUsage,
+    SystemProfileHbmUsage): dicts with `name`, `label`, `unit`, `ts` (int ns) and `values` (numbers), plain
+    JSON so the parsed-profile cache keeps them (trntui/analysis/counters.py reads them)."""
 
     def skip(self, reason: str, count: int = 1) -> None:
         if count:

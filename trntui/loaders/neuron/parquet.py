@@ -453,6 +453,56 @@ COUNTER_TABLES = ("CpuUsage", "HostMemUsage", "SystemProfileHbmUsage")
 """Sampled series drawn as counter lanes (trntui.loaders.neuron.counters)."""
 
 
+def read_counters(directory: Path, cpu: list[dict[str, Any]] | None = None,
+                  mem: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The export's sampled series as counter lanes (`ProfileMeta.counters`): host CPU utilisation (the
+    `average` row, else the mean over cores), host memory used, and HBM used per (device, HBM); one series per
+    instance. Rows without a timestamp or value are skipped."""
+    out: list[dict[str, Any]] = []
+
+    def series(name: str, label: str, unit: str, points: list[tuple[int, float]]) -> None:
+        points = sorted(points)
+        if points:
+            out.append({"name": name, "label": label, "unit": unit, "table": table,
+                        "ts": [int(t) for t, _ in points], "values": [float(v) for _, v in points]})
+
+    table = "CpuUsage"
+    cpu = cpu if cpu is not None else (read_records(directory, table) or [])
+    by_inst: dict[str, dict[int, list[float]]] = {}
+    avg: dict[str, dict[int, float]] = {}
+    for r in cpu:
+        t, v = to_int(r.get("timestamp")), r.get("util_percent")
+        if t == NO_ID or v is None:
+            continue
+        inst = str(r.get("instance_id") or "")
+        if str(r.get("cpu_id")) == "average":
+            avg.setdefault(inst, {})[t] = float(v)
+        else:
+            by_inst.setdefault(inst, {}).setdefault(t, []).append(float(v))
+    for inst in sorted(set(avg) | set(by_inst)):
+        pts = avg.get(inst) or {t: sum(vs) / len(vs) for t, vs in by_inst.get(inst, {}).items()}
+        series("host CPU", "/".join(p for p in (inst, "host_cpu_util") if p), "%", list(pts.items()))
+    table = "HostMemUsage"
+    mem = mem if mem is not None else (read_records(directory, table) or [])
+    mem_by: dict[str, list[tuple[int, float]]] = {}
+    for r in mem:
+        t, v = to_int(r.get("timestamp")), r.get("used_bytes")
+        if t != NO_ID and v is not None:
+            mem_by.setdefault(str(r.get("instance_id") or ""), []).append((t, float(v)))
+    for inst, pts in sorted(mem_by.items()):
+        series("host memory", "/".join(p for p in (inst, "host_mem_used") if p), "bytes", pts)
+    table = "SystemProfileHbmUsage"
+    hbm_by: dict[tuple[str, int, int], list[tuple[int, float]]] = {}
+    for r in read_records(directory, table) or []:
+        t, v = to_int(r.get("timestamp")), r.get("total_bytes")
+        if t != NO_ID and v is not None:
+            key = (str(r.get("instance_id") or ""), to_int(r.get("device_idx"), 0), to_int(r.get("hbm_idx"), 0))
+            hbm_by.setdefault(key, []).append((t, float(v)))
+    for (inst, dev, hbm), pts in sorted(hbm_by.items()):
+        series("HBM used", "/".join(p for p in (inst, f"ND:{dev}", f"HBM:{hbm}") if p), "bytes", pts)
+    return out
+
+
 def _source_counts(files: list[Path]) -> dict[str, int]:
     """Rows per `trace_event_source` (framework / neuron_rt / neuron_hw), from that one column."""
     _pa, pq = _pyarrow()
@@ -535,6 +585,7 @@ def load_parquet_export(
         host["host_memory"] = {"samples": len(mem), "max_used_bytes": max(used) if used else None}
     if host:
         info["host_samples"] = host
+    meta.counters.extend(read_counters(directory, cpu, mem))
     warnings = read_records(directory, "Warning")
     if warnings:
         for w in warnings[:20]:

@@ -22,6 +22,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from trntui.analysis.counters import counters, sparkline
+from trntui.analysis.counters import format_value as format_counter
 from trntui.analysis.timeline import (
     ALL,
     FIT,
@@ -85,6 +87,8 @@ class DisplayRow:
     """The lanes drawn in the row (several: a summary row)."""
     tag: str = ""
     """Tier tag drawn before the title when there are no tier headings (`hw`, `rt`, ...)."""
+    counter: int = -1
+    """A counter lane (index into `analysis.counters.counters(profile)`): a one-row sparkline, not navigable."""
 
     @property
     def is_summary(self) -> bool:
@@ -273,7 +277,9 @@ class Timeline(Widget, can_focus=True):
             return
         self._plan_key = key
         groups = lane_groups(profile, MAX_SUBROWS)
-        plan = plan_rows(groups, self.visible_rows, self.row_mode, pinned)
+        series = counters(profile)
+        room = self.visible_rows - (len(series) + 1 if series else 0)  # counter lanes keep their rows on screen
+        plan = plan_rows(groups, max(room, 1), self.row_mode, pinned)
         by_depth = {(r.lane, r.depth): r for r in build_rows(profile, MAX_SUBROWS)}
         merged = {r.lane: r for r in build_rows(profile, 1)}
         headings = any(p.is_heading for p in plan)
@@ -296,6 +302,9 @@ class Timeline(Widget, can_focus=True):
             else:
                 title = safe_text(lane.label) if p.depth == 0 else f"+{p.depth}"
                 rows.append(DisplayRow(title, by_depth[(lane.id, p.depth)], p.lanes, tag))
+        if series:
+            rows.append(DisplayRow("counters"))
+            rows += [DisplayRow(safe_text(c.label or c.name), counter=i) for i, c in enumerate(series)]
         self.display_rows = rows
         self._cache.clear()
         if own:
@@ -953,7 +962,7 @@ class Timeline(Widget, can_focus=True):
             self.ns_per_cell,
             width,
             self._selection_version,
-            self.cursor_col if is_cursor else None,
+            self.cursor_col if is_cursor or self.display_rows[k].counter >= 0 else None,  # counters: value at cursor
             is_cursor and self.has_focus,
         )
         strip = self._cache.get(key)
@@ -967,6 +976,8 @@ class Timeline(Widget, can_focus=True):
         base = styles["base"]
         item = self.display_rows[k]
         lw = self.label_width
+        if item.counter >= 0:
+            return self._counter_row(item, width)
         if item.row is None:
             style = styles["tier"]
             text = f"── {item.title} "
@@ -1047,6 +1058,22 @@ class Timeline(Widget, can_focus=True):
             segments.append(Segment(text, style))
             start = cut
         return Strip(segments).crop_extend(0, width, base)
+
+    def _counter_row(self, item: DisplayRow, width: int) -> Strip:
+        """A counter lane: its label with the value at the cursor, then one sparkline glyph per cell."""
+        styles = self._styles()
+        base = styles["base"]
+        series = counters(self.profile)[item.counter]
+        cells = self.cells
+        t0 = self._abs(self.t0)
+        bounds_key = (t0, self.ns_per_cell, cells)
+        if self._bounds[0] != bounds_key:
+            self._bounds = (bounds_key, cell_bounds(t0, self.ns_per_cell, cells))
+        value = f" {format_counter(series.at(self._abs(self.cursor_t)), series.unit)}"
+        room = max(self.label_width - len(value), 1)
+        label = left_truncate(item.title, room).ljust(room) + value
+        return Strip([Segment(label[: self.label_width], styles["label"]), Segment(" ", base),
+                      Segment(sparkline(series, self._bounds[1]), styles["busy"])]).crop_extend(0, width, base)
 
     def _device_row(self, item: DisplayRow) -> bool:
         """Whether the row draws hardware or framework-device lanes (whose busy % its label shows)."""
