@@ -55,6 +55,15 @@ ALL_PAIRS = 64
 """Names with at most this many rows on either side compare every pair (rare names pin the offset)."""
 
 
+def declared_categories(rows: Any, idx: np.ndarray) -> list[str | None]:
+    """`declared_category` of rows `idx`: from the category column the Parquet reader extracted, else per row."""
+    cat = getattr(rows, "category", None)
+    if cat is not None:
+        known = [v if isinstance(v, str) and v in KNOWN else None for v in cat.values]
+        return [known[c] for c in cat.codes[idx].tolist()]
+    return [declared_category(rows.args, k) for k in idx.tolist()]
+
+
 def declared_category(args: Any, k: int) -> str | None:
     """The Kineto category Explorer kept for row `k` (`category` / `cat` attribute), if a known one."""
     a = args[k]
@@ -71,24 +80,23 @@ def declared_category(args: Any, k: int) -> str | None:
     return value if isinstance(value, str) and value in KNOWN else None
 
 
-def categories(rows: Any, fw: np.ndarray, stream_row: np.ndarray) -> list[str]:
+def categories(rows: Any, fw: np.ndarray, stream_row: np.ndarray,
+               declared: list[str | None] | None = None) -> list[str]:
     """Kineto category of each framework row `fw` (positions into `rows`); `stream_row`: per row of `rows`,
-    whether it is on a framework Stream lane."""
-    cats: list[str | None] = [declared_category(rows.args, int(k)) for k in fw.tolist()]
-    out: list[str] = [""] * len(fw)
-    names = rows.name.codes[fw]
-    undecided: list[int] = []
-    for j, (k, c) in enumerate(zip(fw.tolist(), cats)):
-        if c is not None:
-            out[j] = c
-        elif stream_row[k]:
-            out[j] = DRIVER
-        elif str(rows.name[k]).startswith("ProfilerStep#"):
-            out[j] = ANNOTATION
-        else:
-            undecided.append(j)
-    if undecided:
-        und = np.asarray(undecided, np.int64)
+    whether it is on a framework Stream lane; `declared`: `declared_categories` of `fw`, when known."""
+    cats = declared if declared is not None else declared_categories(rows, fw)
+    out = [c if c is not None else (DRIVER if s else "") for c, s in zip(cats, stream_row[fw].tolist())]
+    step = np.array([str(v or "").startswith("ProfilerStep#") for v in rows.name.values], bool)
+    is_step = step[rows.name.codes[fw]] if len(step) else np.zeros(len(fw), bool)
+    undecided = [j for j, c in enumerate(out) if not c]
+    if not undecided:
+        return out
+    und = np.asarray(undecided, np.int64)
+    for j in und[is_step[und]].tolist():
+        out[j] = ANNOTATION
+    und = und[~is_step[und]]
+    if len(und):
+        names = rows.name.codes[fw]
         tid_rows = np.nonzero(~stream_row[fw])[0]
         parent = innermost_parent(
             rows.pid[fw][tid_rows], rows.tid[fw][tid_rows], rows.start[fw][tid_rows], rows.end[fw][tid_rows]
@@ -97,8 +105,8 @@ def categories(rows: Any, fw: np.ndarray, stream_row: np.ndarray) -> list[str]:
         parent_of[tid_rows] = np.where(parent >= 0, tid_rows[np.maximum(parent, 0)], NO_ID)
         p = parent_of[und]
         same = (p >= 0) & (names[np.maximum(p, 0)] == names[und])
-        for j, s in zip(und.tolist(), same.tolist()):
-            out[j] = DISPATCH if s else OP
+        for j, sm in zip(und.tolist(), same.tolist()):
+            out[j] = DISPATCH if sm else OP
     return out
 
 
@@ -166,18 +174,17 @@ def _trace_rows(builder: Any, cpu_cats: set[int]) -> dict[str, np.ndarray]:
 
 def estimate_offset(e_name: np.ndarray, e_start: np.ndarray, t_name: np.ndarray, t_start: np.ndarray) -> tuple[int, int]:
     """(offset ns, supporting rows): the start difference (Explorer − trace.json) shared by the most
-    same-named row pairs. Frequent names are compared around their proportional position in each sequence;
-    rare names (at most `ALL_PAIRS` rows) pair every row, so a missing block does not hide the offset."""
+    same-named row pairs. Frequent names compare each row with the rows around its proportional position in the
+    other sequence (at most `MAX_OFFSET_ROWS` rows in all, spread evenly within each name); rare names (at most
+    `ALL_PAIRS` rows) pair every row, so a missing block does not hide the offset."""
     if not len(e_name) or not len(t_name):
         return 0, 0
-    if len(e_name) > MAX_OFFSET_ROWS:
-        pick = np.linspace(0, len(e_name) - 1, MAX_OFFSET_ROWS).astype(np.int64)
-        e_name, e_start = e_name[pick], e_start[pick]
     eo = np.lexsort((e_start, e_name))
     to = np.lexsort((t_start, t_name))
     en, es = e_name[eo], e_start[eo]
     tn, ts = t_name[to], t_start[to]
     names = np.intersect1d(np.unique(en), np.unique(tn))
+    per_name = max(256, MAX_OFFSET_ROWS // max(len(names), 1))
     diffs: list[np.ndarray] = []
     owners: list[np.ndarray] = []
     for nm in names.tolist():
@@ -189,12 +196,13 @@ def estimate_offset(e_name: np.ndarray, e_start: np.ndarray, t_name: np.ndarray,
             d = (ea[:, None] - tb[None, :]).reshape(-1)
             own = np.repeat(np.arange(a0, a1), nt)
         else:
-            centre = np.round(np.arange(ne) * (nt - 1) / max(ne - 1, 1)).astype(np.int64)
+            rows_ = np.unique(np.linspace(0, ne - 1, min(ne, per_name)).astype(np.int64))
+            centre = np.round(rows_ * (nt - 1) / max(ne - 1, 1)).astype(np.int64)
             js = centre[:, None] + np.arange(-ORDINAL_WINDOW, ORDINAL_WINDOW + 1)[None, :]
             ok = (js >= 0) & (js < nt)
-            rows_ = np.broadcast_to(np.arange(ne)[:, None], js.shape)[ok]
-            d = ea[rows_] - tb[js[ok]]
-            own = a0 + rows_
+            r = np.broadcast_to(rows_[:, None], js.shape)[ok]
+            d = ea[r] - tb[js[ok]]
+            own = a0 + r
         diffs.append(d)
         owners.append(own)
     if not diffs:
@@ -205,13 +213,24 @@ def estimate_offset(e_name: np.ndarray, e_start: np.ndarray, t_name: np.ndarray,
     d, own = d[o], own[o]
     hi = np.searchsorted(d, d + 2 * CLUSTER_NS, "right")
     counts = hi - np.arange(len(d))
-    best = int(np.argmax(counts))
+    # a periodic trace (identical steps) supports the offset plus or minus whole periods almost as well: of the
+    # clusters within 2% of the best, the one closest to zero (clock conversions differ by little)
+    near = np.nonzero(counts >= 0.98 * counts.max())[0]
+    centre = d[near] + CLUSTER_NS
+    best = int(near[np.argmin(np.abs(centre))])
     window = slice(best, int(hi[best]))
     support = len(np.unique(own[window]))
     return int(np.median(d[window])), support
 
 
-def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_row: np.ndarray, label: str) -> Match:
+def canonical(name: str) -> str:
+    """Names as torch's table merges them (`ProfilerStep#N` -> `ProfilerStep*`): a copy may carry another step
+    number than its row."""
+    return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+
+
+def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_row: np.ndarray, label: str,
+          declared: list[str | None] | None = None) -> Match:
     """Match framework rows `fw` (positions into `rows`, with categories `fw_cats`) to trace.json rows."""
     n = len(rows)
     dup_of = np.full(n, NO_ID, np.int64)
@@ -224,13 +243,21 @@ def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_ro
         return result
     cat_name = {builder.intern_cat(c): c for c in KNOWN}
     t_cat = np.array([cat_name.get(int(c), "") for c in t["cat"].tolist()], dtype=object)
-    name_map = np.array([builder.name_id(v) for v in rows.name.values], np.int64)
+    ids: dict[str, int] = {}
+    t_canon = np.array([ids.setdefault(canonical(v), len(ids)) for v in builder.names] or [0], np.int64)
+    t["raw"] = t["name"]
+    t["name"] = t_canon[t["name"]] if len(t["name"]) else t["name"]
+    raw_map = np.array([builder.name_id(str(v or "")) for v in rows.name.values], np.int64)
+    e_raw = raw_map[rows.name.codes[fw]]
+    name_map = np.array([ids.get(canonical(str(v or "")), NO_ID) for v in rows.name.values], np.int64)
     e_name = name_map[rows.name.codes[fw]]
     e_start = rows.start[fw].astype(np.int64)
     e_end = rows.end[fw].astype(np.int64)
     e_tier = np.where(stream_row[fw], int(Tier.DEVICE), int(Tier.DISPATCH))
     e_cat = np.array(fw_cats, dtype=object)
-    declared = np.array([declared_category(rows.args, int(k)) is not None for k in fw.tolist()], bool)
+    if declared is None:
+        declared = declared_categories(rows, fw)
+    declared = np.array([c is not None for c in declared], bool)
     e_ext = _external_ids(rows.args, fw)
     # trace.json rows of the same process when the export names one that trace.json has
     e_pid = rows.pid[fw]
@@ -265,7 +292,8 @@ def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_ro
         d = e_start[matched >= 0] - t["start"][matched[matched >= 0]]
         offset, support = int(np.median(d)), by_key
     elif len(todo):
-        offset, support = estimate_offset(e_name[todo], e_start[todo], t["name"][ti], t["start"][ti])
+        # raw names here: each ProfilerStep#N is a rare name that pins the offset in a periodic trace
+        offset, support = estimate_offset(e_raw[todo], e_start[todo], t["raw"][ti], t["start"][ti])
     else:
         offset, support = 0, 0
     result.offset_ns = offset
@@ -287,9 +315,9 @@ def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_ro
             tid_penalty = np.where(t["tid"][tc] == rows.tid[fw[jq]], 0, 1000)
             err = ds + dd + tid_penalty
             jq, tc, err = jq[fine], tc[fine], err[fine]
-            for a, b in _assign(jq, tc, err):
-                matched[a] = b
-                taken[b] = True
+            qa, ca = _assign(jq, tc, err)
+            matched[qa] = ca
+            taken[ca] = True
     by_time = int((matched >= 0).sum()) - by_key
     hit = matched >= 0
     dup_of[fw[hit]] = t["index"][matched[hit]]
@@ -372,58 +400,72 @@ def _candidates(qn: np.ndarray, qs: np.ndarray, tn: np.ndarray, ts: np.ndarray) 
 
 
 def _pair_search(names: np.ndarray, starts: np.ndarray, qn: np.ndarray, qs: np.ndarray, side: str) -> np.ndarray:
-    """searchsorted on (name, start) pairs sorted lexicographically."""
-    a = np.searchsorted(names, qn, "left")
-    b = np.searchsorted(names, qn, "right")
+    """For (names, starts) sorted lexicographically: how many are < (side "left") or <= ("right") each query
+    (qn, qs): `searchsorted` on the pair, for all queries in one sort."""
+    n = len(names)
+    flag_q = 0 if side == "left" else 1
+    flags = np.concatenate([np.full(n, 1 - flag_q, np.int8), np.full(len(qn), flag_q, np.int8)])
+    order = np.lexsort((flags, np.concatenate([starts, qs]), np.concatenate([names, qn])))
+    existing_upto = np.cumsum(order < n)
     out = np.empty(len(qn), np.int64)
-    for name_lo, name_hi in {(int(x), int(y)) for x, y in zip(a.tolist(), b.tolist())}:
-        sel = (a == name_lo) & (b == name_hi)
-        out[sel] = name_lo + np.searchsorted(starts[name_lo:name_hi], qs[sel], side)
+    isq = order >= n
+    out[order[isq] - n] = existing_upto[isq]
     return out
 
 
-def _assign(q: np.ndarray, c: np.ndarray, err: np.ndarray) -> list[tuple[int, int]]:
-    """One-to-one pairs, smallest error first (ties: earlier query, then earlier candidate)."""
+def _assign(q: np.ndarray, c: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One-to-one pairs (queries, candidates), smallest error first (ties: earlier query, then candidate)."""
     if not len(q):
-        return []
-    o = np.lexsort((c, q, err))
-    used_q: set[int] = set()
-    used_c: set[int] = set()
-    out = []
-    for a, b in zip(q[o].tolist(), c[o].tolist()):
-        if a in used_q or b in used_c:
-            continue
-        used_q.add(a)
-        used_c.add(b)
-        out.append((a, b))
-    return out
+        z = np.zeros(0, np.int64)
+        return z, z
+    # pairs whose query and candidate appear in no other pair are settled at once; the rest greedily
+    _, qi, qn = np.unique(q, return_inverse=True, return_counts=True)
+    _, ci, cn = np.unique(c, return_inverse=True, return_counts=True)
+    sole = (qn[qi.reshape(-1)] == 1) & (cn[ci.reshape(-1)] == 1)
+    qa, ca = [q[sole]], [c[sole]]
+    q, c, err = q[~sole], c[~sole], err[~sole]
+    if len(q):
+        o = np.lexsort((c, q, err))
+        used_q: set[int] = set()
+        used_c: set[int] = set()
+        pq: list[int] = []
+        pc: list[int] = []
+        for a, b in zip(q[o].tolist(), c[o].tolist()):
+            if a in used_q or b in used_c:
+                continue
+            used_q.add(a)
+            used_c.add(b)
+            pq.append(a)
+            pc.append(b)
+        qa.append(np.asarray(pq, np.int64))
+        ca.append(np.asarray(pc, np.int64))
+    return np.concatenate(qa), np.concatenate(ca)
 
 
 def _innermost_trace_row(qp, qt, qs, qe, tp, tt, ts, te) -> np.ndarray:
     """For each query interval, the innermost trace row of the same (pid, tid) containing it (its position),
-    else of the same pid; -1 when none."""
+    else of the same pid; -1 when none (vectorised walk back over rows sorted by start, longest first)."""
+    from trntui.model.intervals import walk_back
+
     out = np.full(len(qs), NO_ID, np.int64)
-    if not len(ts):
+    if not len(ts) or not len(qs):
         return out
     o = np.lexsort((-(te - ts), ts))
-    ts_o, te_o = ts[o], te[o]
-    for k in range(len(qs)):
-        last = int(np.searchsorted(ts_o, qs[k], "right")) - 1
-        best_any = NO_ID
-        steps = 0
-        j = last
-        while j >= 0 and steps < 4096:
-            r = int(o[j])
-            if te[r] >= qe[k] and ts[r] <= qs[k] and tp[r] == qp[k]:
-                if tt[r] == qt[k]:
-                    out[k] = r
-                    break
-                if best_any == NO_ID:
-                    best_any = r
-            j -= 1
-            steps += 1
-        if out[k] == NO_ID:
-            out[k] = best_any
+    ts_o, te_o, tp_o, tt_o = ts[o], te[o], tp[o], tt[o]
+    k = np.searchsorted(ts_o, qs, "right") - 1
+    for same_thread in (True, False):
+        todo = np.nonzero(out < 0)[0]
+        if not len(todo):
+            break
+
+        def hit(a: np.ndarray, c: np.ndarray, todo: np.ndarray = todo, same_thread: bool = same_thread) -> np.ndarray:
+            q = todo[a]
+            ok = (te_o[c] >= qe[q]) & (ts_o[c] <= qs[q]) & (tp_o[c] == qp[q])
+            return ok & (tt_o[c] == qt[q]) if same_thread else ok
+
+        pos = walk_back(k[todo], hit, 4096)
+        found = pos >= 0
+        out[todo[found]] = o[pos[found]]
     return out
 
 

@@ -370,6 +370,19 @@ def rows_from_arrow(table: Any) -> SystemRows:
                 got = pc.extract_regex(sub, rf'"{key}"\s*:\s*"?(?P<v>-?\d+)')
                 target[rows_] = _ints(pc.struct_field(got, [0]), len(rows_))
 
+    # the Kineto category Explorer may keep for framework rows (trntui.loaders.neuron.framework)
+    category = Strs(np.zeros(n, np.int64), [None])
+    if extra_col is not None and (pa.types.is_string(extra_col.type) or pa.types.is_large_string(extra_col.type)):
+        fw_code = [k for k, v in enumerate(source.values) if v == "framework"]
+        fw_rows = np.nonzero(np.isin(source.codes, fw_code))[0] if fw_code else np.zeros(0, np.int64)
+        if len(fw_rows) and (b'"category"' in data or b'"cat"' in data):  # only framework rows need it
+            sub = extra_col if len(fw_rows) == n else extra_col.take(pa.array(fw_rows))
+            got = pc.extract_regex(sub, r'"(?:category|cat)"\s*:\s*"(?P<v>[^"\\]{1,64})"')
+            found = _strs(pc.struct_field(got, [0]), len(fw_rows))
+            codes = np.full(n, len(found.values), np.int64)
+            codes[fw_rows] = found.codes
+            category = Strs(codes, found.values + [None])
+
     # flow ids: list<string|int> exploded in Arrow; strings (JSON or "1,2") parsed per row
     flow_col = _column(table, "flow_id")
     frow = np.empty(0, np.int64)
@@ -413,6 +426,7 @@ def rows_from_arrow(table: Any) -> SystemRows:
         flow_key=fkey,
         args=args,
         notes=notes,
+        category=category,
     )
     if missing.any():
         rows.notes.append(f"{int(missing.sum())} system-trace row(s) without a name or timestamp skipped")

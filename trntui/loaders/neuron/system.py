@@ -143,6 +143,8 @@ class SystemRows:
     args: Any
     """Per row: a dict, or a JSON object string/bytes parsed on demand, or None (a list or an `ArgsStore`)."""
     notes: list[str] = field(default_factory=list)
+    category: Strs | None = None
+    """The Kineto category Explorer kept in a row's attributes (`category` / `cat`), when read column-wise."""
 
     def __len__(self) -> int:
         return len(self.start)
@@ -168,6 +170,7 @@ class SystemRows:
             flow_key=self.flow_key[fsel],
             args=_take_args(self.args, idx),
             notes=list(self.notes),
+            category=self.category.take(idx) if self.category is not None else None,
         )
 
 
@@ -395,7 +398,8 @@ def add_system_rows(
     fw_idx = np.nonzero(row_kind == 0)[0]
     stream_has = np.array([v is not None for v in rows.stream.values], bool)
     stream_row = stream_has[rows.stream.codes] if len(stream_has) else np.zeros(n, bool)
-    fw_cats = framework.categories(rows, fw_idx, stream_row) if len(fw_idx) else []
+    declared = framework.declared_categories(rows, fw_idx) if len(fw_idx) else []
+    fw_cats = framework.categories(rows, fw_idx, stream_row, declared) if len(fw_idx) else []
     system_cats = {builder.intern_cat(c) for c in SYSTEM_CATS}
     ex_cat = builder.existing()["cat"]
     has_trace = bool(len(ex_cat)) and bool((~np.isin(ex_cat, list(system_cats))).any())
@@ -415,7 +419,7 @@ def add_system_rows(
             "calls, Self CPU and the op tree follow torch's rules on them"
         )
     elif len(fw_idx):
-        m = framework.match(rows, builder, fw_idx, fw_cats, stream_row, label)
+        m = framework.match(rows, builder, fw_idx, fw_cats, stream_row, label, declared)
         dup_of, also_of = m.dup_of, m.also_of
         if m.promote.any():
             cat_of = dict(zip(fw_idx.tolist(), fw_cats))
@@ -633,6 +637,7 @@ def concat_rows(parts: list[SystemRows]) -> SystemRows:
         flow_key=arr("flow_key"),
         args=args,
         notes=[n for p in parts for n in p.notes],
+        category=Strs.concat([p.category for p in parts]) if all(p.category is not None for p in parts) else None,
     )
 
 
