@@ -87,7 +87,7 @@ def breakdown_text(ov: "Overview", width: int, max_steps: int | None = None) -> 
     return out
 
 
-def metrics_text(ov: "Overview") -> Text:
+def metrics_text(ov: "Overview", width: int = 80) -> Text:
     out = Text()
     d = ov.devices
     if d is None or not d.devices:
@@ -104,7 +104,10 @@ def metrics_text(ov: "Overview") -> Text:
             ("Est. achieved occupancy", "-" if d.occupancy is None else f"{d.occupancy:.2f}%"),
             ("Kernel time using Tensor Cores", _pct(d.tensor_core)),
         ):
-            out.append(f"{label:<31}", style="bold")
+            if width < 40:  # narrow: "Tensor Cores" instead of the long label
+                label = label.replace("Kernel time using ", "")
+            label_w = min(31, max(width - 9, 10))
+            out.append(f"{label[:label_w]:<{label_w}}", style="bold")
             out.append(f"{value:>8}\n")
         if len(d.devices) > 1 or d.devices[0].name:
             for m in d.devices:
@@ -194,7 +197,7 @@ class OverviewPanel(Static):
         width = max((self.content_region.width or self.size.width or 80), 20)
         text = {
             "breakdown": lambda: breakdown_text(ov, width),
-            "metrics": lambda: metrics_text(ov),
+            "metrics": lambda: metrics_text(ov, width),
             "recommendations": lambda: recommendations_text(ov),
             "memory": lambda: memory_text(ov, width),
         }[self.kind]()
