@@ -14,7 +14,7 @@ import sys
 
 from trntui import __version__
 
-COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare")
+COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare", "device")
 """Each `trntui.commands.<name>` module defines `register(subparsers)`; absent modules are skipped."""
 
 EXIT_USAGE = 2

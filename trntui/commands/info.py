@@ -55,7 +55,14 @@ def describe(path_str: str) -> dict[str, Any]:
         except ValueError:
             return str(p)
 
+    from trntui.loaders.neuron_device import describe_device, device_profiles_of
+
+    devices = [describe_device(r.path, r.identity) for r in device_profiles_of(path)]
     layout = scan(path)
+    if devices and not layout.is_neuron:
+        return {"path": str(path), "kind": "device", "device_profiles": devices}
+    if devices:
+        doc["device_profiles"] = devices
     tool = find_tool()
     doc["converter"] = tool[1] if tool else None
     if layout.is_neuron:
@@ -226,6 +233,18 @@ def render_text(doc: dict[str, Any]) -> str:
         if doc.get("other_traces"):
             out.append("")
             out.append("other traces (not part of a Neuron session): " + ", ".join(st(p) for p in doc["other_traces"]))
+        if doc.get("device_profiles"):
+            from trntui.device_report import info_lines
+
+            out.append("")
+            out += info_lines(doc["device_profiles"])
+        return "\n".join(out) + "\n"
+    if doc["kind"] == "device":
+        from trntui.device_report import info_lines
+
+        n = len(doc["device_profiles"])
+        out.append(f"{st(doc['path'])}: {n} Neuron device profile{'s' if n != 1 else ''} (Explorer Parquet)")
+        out += info_lines(doc["device_profiles"])
         return "\n".join(out) + "\n"
     if doc["kind"] == "file":
         r = doc["runs"][0]

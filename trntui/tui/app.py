@@ -80,6 +80,7 @@ class TrntuiApp(App[None]):
         Binding("r", "pick_run", "Runs", id="runs"),
         Binding("c", "compare", "Compare runs", id="compare"),
         Binding("o", "overview", "Overview", id="overview"),
+        Binding("D", "device", "Device view", id="device"),
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 
@@ -488,7 +489,33 @@ class TrntuiApp(App[None]):
 
         open_compare(self, self.path)
 
+    def action_device(self) -> None:
+        """The Device view (engines, DMA, roofline) of the hardware execution under the timeline cursor."""
+        from trntui.tui.screens.device import open_device_view
+
+        if self.profile is None:
+            self.notify("No profile loaded", severity="warning")
+            return
+        open_device_view(self, self.profile, self.timeline.event_under_cursor(), self.device_roots())
+
+    def device_roots(self) -> list[Path]:
+        """Where device profiles of the loaded run may be: the run's directory, the opened path, beside it."""
+        from trntui.loaders.neuron_device import search_roots
+
+        run = next((r for r in self.runs if r.name == self.run_name), None)
+        roots: list[Path] = []
+        for p in ([run.root] if run is not None else []) + search_roots(self.path):
+            if p.is_dir() and p not in roots:
+                roots.append(p)
+        return roots
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "device":
+            from trntui.tui.screens.device import DeviceScreen
+
+            if isinstance(self.screen, DeviceScreen):
+                return False
+            return self.profile is not None and self.profile.meta.device_kind == "neuron"
         if action == "compare":
             return len(self.runs) > 1
         if action == "pick_run":

@@ -51,6 +51,7 @@ def sections() -> list[tuple[str, type]]:
     """(title, class) of everything that has keys, in the order the help lists them."""
     from trntui.tui.app import TrntuiApp
     from trntui.tui.screens.overview import OverviewScreen
+    from trntui.tui.screens.device import DeviceScreen
     from trntui.tui.widgets.chain import ChainView
     from trntui.tui.widgets.kernel_table import KernelTableView
     from trntui.tui.widgets.op_table import OpTableView
@@ -63,6 +64,7 @@ def sections() -> list[tuple[str, type]]:
         ("Chain", ChainView),
         ("Overview (o)", OverviewScreen),
         ("Overview: kernels", KernelTableView),
+        ("Device view (D on a hardware execution)", DeviceScreen),
     ]
 
 

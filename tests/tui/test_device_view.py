@@ -1,0 +1,106 @@
+"""The Device view (issue 18): from the naive sample's hardware lane, `D` on `nc_exec_running` opens it.
+
+The samples are synthetic (scripts/make_neuron_device_samples.py, documented schema): this checks the screen
+shows the engine lanes, the top instructions and the roofline verdict of the selected execution.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tui.conftest import opened
+from trntui.tui.capture import screen_text
+from trntui.tui.screens.device import DeviceScreen
+
+REPO = Path(__file__).resolve().parents[2]
+NAIVE = REPO / "sample_profiles" / "neuron" / "naive"
+
+
+async def _to_hardware_lane(app, pilot) -> None:
+    """Tab to the timeline, `j` down to the first hardware lane, `g` to the trace start, `]` to its first event."""
+    while app.focused is not app.timeline:
+        await pilot.press("tab")
+    for _ in range(60):
+        row = app.timeline.display_rows[app.timeline.cursor_row].row
+        if row is not None and app.profile.lanes[row.lane].ident.startswith("NC0:0"):
+            break
+        await pilot.press("j")
+    await pilot.press("g")
+    await pilot.pause()
+    tl = app.timeline
+    if tl.event_under_cursor() < 0 or app.profile.name_of(tl.event_under_cursor()) != "nc_exec_running":
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+
+
+async def test_device_view_from_the_hardware_lane() -> None:
+    async with opened(NAIVE, size=(160, 50)) as (app, pilot):
+        await _to_hardware_lane(app, pilot)
+        status = screen_text(app)
+        assert "▸ nc_exec_running" in status and "neuron_hw/NC0:0" in status
+        await pilot.press("D")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DeviceScreen) and screen.error == ""
+        text = screen_text(app)
+        # the selected execution: the first aten::mul NEFF
+        assert "execution 0 (MODULE_10001_8417/model.neff)" in text
+        # engine busy bars and engine lanes (the explorer's timeline widget, same label scheme)
+        assert "Vector (DVE)" in text and "Tensor (PE)" in text and "DMA" in text
+        assert "── hardware ─" in text
+        for lane in ("neuron_hw/NC0:0/Vector", "neuron_hw/NC0:0/Sync", "neuron_hw/NC0:1/Vector", "DMA:qSyncInput0"):
+            assert lane in text
+        # top instructions
+        assert "Top instructions by duration" in text and "TENSOR_TENSOR" in text and "multiply.3" in text
+        # the roofline: verdict and plot
+        assert "Verdict: memory-bound · AI 0.25 < ridge 218 FLOP/B" in text
+        assert "x: arithmetic intensity, FLOP/byte (log)" in text
+        assert "⚠ Synthetic data" in text
+        # `t` shows the next table (framework ops with their roofline bound), Esc goes back
+        await pilot.press("t")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Framework ops" in text and "aten::mul.Tensor" in text and "memory-bound" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DeviceScreen)
+
+
+async def test_device_view_keys_zoom_the_engine_lanes() -> None:
+    async with opened(NAIVE, size=(120, 40)) as (app, pilot):
+        await _to_hardware_lane(app, pilot)
+        for _ in range(3):  # the fourth execution: aten::rsqrt on the Scalar engine
+            await pilot.press("right_square_bracket")
+        await pilot.press("D")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DeviceScreen)
+        assert screen.report.window.index == 3 and screen.report.engine("Scalar").instructions == 2
+        before = screen.timeline.ns_per_cell
+        await pilot.press("plus")
+        assert screen.timeline.ns_per_cell == before / 2  # the timeline's own zoom key
+
+
+async def test_device_key_off_a_hardware_execution_says_what_to_do() -> None:
+    async with opened(NAIVE, size=(120, 40)) as (app, pilot):
+        await pilot.press("D")  # cursor on the first (framework) lane
+        await pilot.pause()
+        assert not isinstance(app.screen, DeviceScreen)
+        assert any("nc_exec_running" in str(n.message) for n in app._notifications)  # noqa: SLF001
+
+
+async def test_device_view_without_a_device_profile(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(NAIVE, tmp_path / "naive")  # the system sample alone, away from sample_profiles/neuron/device
+    async with opened(tmp_path / "naive", size=(120, 40)) as (app, pilot):
+        await _to_hardware_lane(app, pilot)
+        await pilot.press("D")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DeviceScreen)
+        assert "no device profile for PID 51001 NC0" in screen.error
+        assert "Traceback" not in screen_text(app)

@@ -1,0 +1,252 @@
+"""`load_device(path)`: one device profile directory → `DeviceExport` (typed tables of the used columns)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trntui.errors import LoadError
+from trntui.loaders.neuron_device import schema
+from trntui.loaders.neuron_device.reader import TableRead, read_table, row_count
+
+NAME_RX = re.compile(
+    r"(?P<inst>i-[0-9a-f]+|[A-Za-z0-9][A-Za-z0-9.-]*?)_pid_(?P<pid>\d+)_nc_(?P<nc>\d+)"
+    r"(?:_session_(?P<session>\d+)|_model_(?P<model>\d+))?(?:@.*)?"
+)
+"""Device profile names as Explorer writes them (`i-0703a89c7c8d99cc1_pid_7508_nc_0_session_0`), optionally
+with the data path's `@latest` suffix."""
+
+
+@dataclass
+class Identity:
+    """Which process and NeuronCore a device profile belongs to (from DeviceProfileList or its name)."""
+
+    name: str = ""
+    instance: str = ""
+    pid: int | None = None
+    nc: int | None = None
+    session: int | None = None
+    model: int | None = None
+    source: str = ""
+    """`DeviceProfileList`, `name` or `Metadata` (where the identity was read)."""
+
+    @classmethod
+    def from_name(cls, name: str) -> "Identity":
+        m = NAME_RX.fullmatch(name)
+        if not m:
+            return cls(name=name)
+        g = m.groupdict()
+        as_int = lambda v: int(v) if v is not None else None  # noqa: E731
+        return cls(name, g["inst"], int(g["pid"]), int(g["nc"]), as_int(g["session"]), as_int(g["model"]), "name")
+
+
+@dataclass
+class DeviceExport:
+    """A device profile as read: tables (only the used columns), metadata, summary and what was missing."""
+
+    path: Path
+    identity: Identity
+    version: str
+    tables: dict[str, TableRead]
+    missing: list[str]
+    """Optional tables the directory does not have (reported by `trntui info` and the device view)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    """The `Summary` row (one per profile); NaN/absent fields are left out."""
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Rows of the export's own `Warning` table (`category: message`)."""
+
+    @property
+    def name(self) -> str:
+        return self.identity.name or self.path.name
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        t = self.tables.get(name)
+        return t.frame if t is not None else None
+
+    def has(self, table: str, column: str | None = None) -> bool:
+        t = self.tables.get(table)
+        return t is not None and (column is None or t.has(column))
+
+    @property
+    def instructions(self) -> pd.DataFrame:
+        return self.tables["Instruction"].frame
+
+    @property
+    def num_physical_cores(self) -> int:
+        v = self.metadata.get("num_physical_cores")
+        return int(v) if isinstance(v, (int, float)) and v and v > 0 else 1
+
+    @property
+    def instance_type(self) -> str:
+        return str(self.metadata.get("instance_type") or "")
+
+    def describe(self) -> dict[str, Any]:
+        """Tables with rows, files and unread columns, for `trntui info` (no table is loaded twice)."""
+        return {
+            "path": str(self.path),
+            "name": self.name,
+            "instance": self.identity.instance or None,
+            "pid": self.identity.pid,
+            "nc": self.identity.nc,
+            "profile_schema_version": self.version or None,
+            "instance_type": self.instance_type or None,
+            "tables": {
+                t.name: {
+                    "rows": len(t.frame),
+                    "files": [p.name for p in t.files],
+                    "absent_optional_columns": t.absent,
+                    "unread_columns": len(t.extra),
+                    "skipped_rows": t.skipped_rows,
+                }
+                for t in self.tables.values()
+            },
+            "missing_optional_tables": list(self.missing),
+            "notes": list(self.notes),
+            "warnings": list(self.warnings),
+        }
+
+
+def _first_row(t: TableRead | None) -> dict[str, Any]:
+    if t is None or not len(t.frame):
+        return {}
+    row = t.frame.iloc[0].to_dict()
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in t.absent:
+            continue
+        if isinstance(v, float) and math.isnan(v):
+            continue
+        out[k] = v.item() if hasattr(v, "item") else v
+    return out
+
+
+def _schema_fields(directory: Path) -> dict[str, list[str]]:
+    """SchemaFields: table → field names the export says it has (used to name a renamed field)."""
+    try:
+        t = read_table(directory, "SchemaFields")
+    except LoadError:
+        return {}
+    if t is None:
+        return {}
+    out: dict[str, list[str]] = {}
+    for table, name in zip(t.frame["table_name"].astype(str), t.frame["field_name"].astype(str)):
+        out.setdefault(table, []).append(name)
+    return out
+
+
+def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExport:
+    """Read the device profile in directory `path` (LoadError with one line when it is not one)."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise LoadError(directory, "not a directory (a device profile is a directory of Parquet tables)")
+    from trntui.loaders.neuron_parquet import table_files
+
+    if not table_files(directory, "Instruction"):
+        raise LoadError(directory, "not a Neuron device profile: no Instruction.parquet (or Instruction_<k>.parquet)")
+    meta_t = read_table(directory, "Metadata")
+    metadata = _first_row(meta_t)
+    version = str(metadata.get("profile_schema_version") or "")
+    fields_by_table = _schema_fields(directory)
+    notes: list[str] = []
+    if meta_t is None:
+        notes.append("no Metadata table: schema version and hardware figures unknown")
+    elif not version:
+        notes.append("Metadata has no profile_schema_version")
+    else:
+        mj = schema.major(version)
+        if mj is None or mj not in schema.KNOWN_MAJORS:
+            notes.append(
+                f"profile_schema_version {version} is not one the docs describe (7.x-12.x): columns are read by name"
+            )
+    tables: dict[str, TableRead] = {}
+    missing: list[str] = []
+    if meta_t is not None:
+        tables["Metadata"] = meta_t
+    for name in schema.TABLES:
+        if name in tables:
+            continue
+        t = read_table(directory, name, version=version, schema_fields=fields_by_table)
+        if t is None:
+            if name not in schema.REQUIRED_TABLES:
+                missing.append(name)
+            continue
+        tables[name] = t
+        if t.skipped_rows:
+            notes.append(f"{name}: {t.skipped_rows:,} rows without a timestamp skipped")
+    ident = identity or Identity.from_name(directory.name)
+    if ident.nc is None and "neuroncore_idx" in metadata and "neuroncore_idx" not in tables["Metadata"].absent:
+        ident.nc = int(metadata["neuroncore_idx"])
+    warnings = []
+    w = tables.get("Warning")
+    if w is not None:
+        warnings = [f"{c}: {m}" if c else str(m) for c, m in zip(w.frame["category"].astype(str), w.frame["message"].astype(str))]
+    return DeviceExport(
+        path=directory,
+        identity=ident,
+        version=version,
+        tables=tables,
+        missing=missing,
+        metadata=metadata,
+        summary=_first_row(tables.get("Summary")),
+        notes=notes,
+        warnings=warnings,
+    )
+
+
+def instruction_rows(directory: Path) -> int:
+    """Rows of the Instruction table, from the Parquet footers (cheap: nothing is decoded)."""
+    from trntui.loaders.neuron_parquet import table_files
+
+    return sum(row_count(p) for p in table_files(directory, "Instruction"))
+
+
+def describe_device(directory: Path, identity: Identity | None = None) -> dict[str, Any]:
+    """What a device profile holds, from the Parquet footers only (for `trntui info`: nothing is decoded but the
+    one-row Metadata): tables with files and rows, used columns the files lack, unread columns, optional tables
+    missing, and a required column missing (a renamed field) as a problem line."""
+    from trntui.loaders.neuron_device.reader import file_columns
+    from trntui.loaders.neuron_parquet import table_files
+
+    ident = identity or Identity.from_name(directory.name)
+    doc: dict[str, Any] = {"path": str(directory), "name": ident.name or directory.name, "instance": ident.instance or None,
+                           "pid": ident.pid, "nc": ident.nc, "tables": {}, "missing_optional_tables": [], "problems": []}
+    try:
+        meta = read_table(directory, "Metadata")
+        md = _first_row(meta)
+    except LoadError as exc:
+        md = {}
+        doc["problems"].append(str(exc.problem))
+    doc["profile_schema_version"] = md.get("profile_schema_version")
+    doc["instance_type"] = md.get("instance_type")
+    for table in schema.TABLES:
+        files = table_files(directory, table)
+        if not files:
+            if table not in schema.REQUIRED_TABLES:
+                doc["missing_optional_tables"].append(table)
+            else:
+                doc["problems"].append(f"no {table} table: not a device profile trntui can show")
+            continue
+        try:
+            cols = file_columns(files[0])
+        except LoadError as exc:
+            doc["problems"].append(f"{files[0].name}: {exc.problem}")
+            continue
+        used = schema.fields(table)
+        names = {f.name for f in used}
+        for f in used:
+            if f.required and f.name not in cols:
+                doc["problems"].append(f"{files[0].name}: required column '{f.name}' missing (renamed in a newer schema?)")
+        doc["tables"][table] = {
+            "files": [p.name for p in files],
+            "rows": sum(row_count(p) for p in files),
+            "absent_optional_columns": [f.name for f in used if not f.required and f.name not in cols],
+            "unread_columns": len([c for c in cols if c not in names]),
+        }
+    return doc

@@ -1,0 +1,116 @@
+"""The device-profile fields trntui reads, as Neuron Explorer's profile schema documents them.
+
+Source: aws-neuron/aws-neuron-sdk `tools/neuron-explorer/profile-schema-reference.rst` (schema 7.4.0, Neuron
+2.31; generated from the OpenAPI document that `neuron-explorer --show-profile-schema` prints). Only the
+columns the device view uses are listed; every other column of an export is left unread. `required` is the
+schema's own "Required" flag: a required field that is missing means the export's schema renamed or removed it
+(a MAJOR version change), so the load stops with one line naming it. Missing optional fields are tolerated.
+
+Kinds: `int` (int64 in the schema; ids and timestamps may arrive as strings and are parsed), `float`, `str`,
+`bool`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOCUMENTED_VERSION = "7.4.0"
+"""The schema version the field lists below were taken from."""
+KNOWN_MAJORS = range(7, 13)
+"""MAJOR versions the docs mention (7.4.0 in the 2.31 reference, 12.0.1 in the 2.33 docs): others get a note."""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str
+    required: bool
+
+
+def _f(spec: str) -> tuple[Field, ...]:
+    """`"start_ts:int! engine:str! pcore_idx:int"`: `!` marks a field the schema says is required."""
+    out = []
+    for item in spec.split():
+        name, kind = item.split(":")
+        out.append(Field(name, kind.rstrip("!"), kind.endswith("!")))
+    return tuple(out)
+
+
+TABLES: dict[str, tuple[Field, ...]] = {
+    # compute-engine instructions: the timeline, busy time, top tables, FLOPs and bytes
+    "Instruction": _f(
+        "start_ts:int! end_ts:int! engine:str! opcode:str! pcore_idx:int hlo_name:str raw_framework_id:int "
+        "layer:str hbm_read_bytes:int hbm_write_bytes:int sbuf_read_bytes:int sbuf_write_bytes:int raw_flops:int "
+        "flops_transpose:int"
+    ),
+    # merged busy intervals per engine (Explorer's own union of Instruction intervals): a cross-check
+    "ActiveTime": _f("start_ts:int! end_ts:int! engine:str! pcore_idx:int!"),
+    # DMA transfers (aggregated per queue/block: routes, bytes) and the individual packets (active time)
+    "DmaPacketAggregated": _f(
+        "start_ts:int! end_ts:int! pcore_idx:int queue_name:str! queue_type:str variable:str! read_bytes:int! "
+        "write_bytes:int! transfer_bytes:int! source:str! dest:str!"
+    ),
+    "DmaPacket": _f("start_ts:int! end_ts:int! transfer_bytes:int! queue_type:str! queue_name:str"),
+    # framework op names of the instructions' raw_framework_id
+    "FrameworkInstruction": _f("raw_framework_id:int! framework_name:str"),
+    # Explorer's per-opcode active time: a cross-check
+    "OpcodeSummary": _f("engine:str! opcode:str! active_time_ns:int!"),
+    # whole-profile figures (every field optional in the schema): the window and the cross-checks
+    "Summary": _f(
+        "total_time:float mm_arithmetic_intensity:float peak_flops_bandwidth_ratio:float mfu_estimated_percent:float "
+        "mbu_estimated_percent:float hbm_read_bytes:int hbm_write_bytes:int dma_active_time_percent:float "
+        "tensor_engine_active_time_percent:float vector_engine_active_time_percent:float "
+        "scalar_engine_active_time_percent:float gpsimd_engine_active_time_percent:float "
+        "sync_engine_active_time_percent:float"
+    ),
+    # schema version, hardware figures (MFU/MBU denominators, roof fallback), instance type, NeuronCore
+    "Metadata": _f(
+        "profile_schema_version:str! num_physical_cores:int first_hw_timestamp:int hbm_ddr_bandwidth:float "
+        "tensor_engine_num_rows:int tensor_engine_num_cols:int tensor_engine_clock_freq:float instance_type:str "
+        "neuroncore_idx:int"
+    ),
+    "ExecutionInfo": _f("execution_index:int! neff_name:str execution_start_ts:int execution_end_ts:int"),
+    "Warning": _f("message:str! category:str!"),
+    "SchemaFields": _f("table_name:str! field_name:str!"),
+}
+"""Table → the fields trntui reads from it."""
+
+REQUIRED_TABLES = ("Instruction",)
+"""Without instructions there is no device view; every other table adds to it and is reported when missing."""
+
+OPTIONAL_TABLES = tuple(t for t in TABLES if t not in REQUIRED_TABLES)
+
+SYSTEM_TABLES = {"DeviceProfileList": _f("device_profile_name:str! instance_id:str! process_id:int! nc_id:int! "
+                                         "session_id:int model_id:int")}
+"""The system export's map of device profiles (one row per device profile: which process and NeuronCore)."""
+
+
+def fields(table: str) -> tuple[Field, ...]:
+    return TABLES.get(table) or SYSTEM_TABLES[table]
+
+
+def major(version: str) -> int | None:
+    head = str(version).strip().lstrip("vV").split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
+ENGINES = ("Tensor", "Vector", "Scalar", "GpSimd", "Sync")
+"""The NeuronCore compute engines in display order (the schema's own names; hardware names are PE, DVE, ACT,
+POOL and SP, as `FrameworkInstruction`'s `*_engine_instruction_count` descriptions pair them)."""
+
+_ENGINE_ALIASES = {
+    "tensor": "Tensor", "pe": "Tensor", "tensorengine": "Tensor",
+    "vector": "Vector", "dve": "Vector", "vectorengine": "Vector",
+    "scalar": "Scalar", "act": "Scalar", "activation": "Scalar", "scalarengine": "Scalar",
+    "gpsimd": "GpSimd", "pool": "GpSimd", "gpsimdengine": "GpSimd",
+    "sync": "Sync", "sp": "Sync", "syncengine": "Sync",
+}
+
+ENGINE_HW = {"Tensor": "PE", "Vector": "DVE", "Scalar": "ACT", "GpSimd": "POOL", "Sync": "SP"}
+
+
+def engine_name(raw: str) -> str:
+    """Canonical engine name: `tensor`/`Tensor`/`PE` → `Tensor` (the docs show both `tensor` and `Tensor`);
+    unknown names are kept (open vocabulary)."""
+    key = str(raw).strip().replace("_", "").replace(" ", "").lower()
+    return _ENGINE_ALIASES.get(key, str(raw).strip() or "(none)")

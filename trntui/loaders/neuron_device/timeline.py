@@ -1,0 +1,87 @@
+"""A device profile as a `Profile`: one hardware lane per (physical core, engine) and per DMA queue.
+
+So the device view draws engine activity with the same timeline widget, keys and labels as the system trace:
+lanes are labelled like the system trace's hardware lanes plus the engine, `i-…/PID:51001/neuron_hw/NC0:0/Vector`,
+instructions are named by opcode (category: the engine), DMA transfers by variable (category `dma`). Times are
+shifted by `shift` ns onto the system trace's clock when the device profile has its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trntui.loaders.neuron_device.schema import ENGINES, engine_name
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import Profile, ProfileMeta, Tier
+
+if TYPE_CHECKING:
+    from trntui.analysis.device import Window
+    from trntui.loaders.neuron_device.export import DeviceExport
+
+
+def device_profile(export: "DeviceExport", window: "Window | None" = None, shift: int = 0, nc: int | None = None) -> Profile:
+    """Instructions (and DMA transfers) of `window` (default: all) as a Profile with engine and DMA lanes."""
+    from trntui.analysis.device import coded
+
+    ident = export.identity
+    nc = nc if nc is not None else (ident.nc if ident.nc is not None else 0)
+    pid = ident.pid if ident.pid is not None else 0
+    meta = ProfileMeta(sources=[str(export.path)], device_kind="neuron", backend="NEURON")
+    meta.device_time_source = "Neuron device profile (Instruction table)"
+    b = ProfileBuilder(meta)
+    rank = {e: k for k, e in enumerate(ENGINES)}
+
+    def rows(f, st, en):
+        if window is None:
+            return np.arange(len(st))
+        m = (st >= window.start) & (st < window.end) if not window.whole else (st < window.end) & (en > window.start)
+        return np.nonzero(m)[0]
+
+    ins = export.instructions
+    st = ins["start_ts"].to_numpy(np.int64)
+    en = np.maximum(ins["end_ts"].to_numpy(np.int64), st)
+    sel = rows(ins, st, en)
+    pc = ins["pcore_idx"].to_numpy(np.int64)[sel]
+    eng = coded(ins["engine"], engine_name)
+    op = coded(ins["opcode"])
+    ecodes = eng.codes[sel]
+    lane_ids = np.zeros(len(sel), np.int32)
+    if len(sel):
+        ne = len(eng.labels)
+        key = (pc - pc.min()) * ne + ecodes
+        for k in np.nonzero(np.bincount(key))[0]:
+            p, e = int(k // ne + pc.min()), eng.labels[int(k % ne)]
+            lane_ids[key == k] = b.lane(Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/{e}", pid, p, instance=ident.instance,
+                                        sort_index=p * 100 + rank.get(e, 50))
+    name_of = np.array([b.intern_name(x or "(no opcode)") for x in op.labels], np.int32)
+    cat_of = np.array([b.intern_cat(x) for x in eng.labels], np.int16)
+    s0, e0 = st[sel] + shift, en[sel] + shift
+    order = np.lexsort((-(e0 - s0), s0))  # (start, longest first): the builder's order, computed once here
+    b.add_events(start=s0, end=e0, lane=lane_ids, name=name_of[op.codes[sel]] if len(sel) else np.empty(0, np.int32),
+                 cat=cat_of[ecodes] if len(sel) else np.empty(0, np.int16), time_order=order)
+
+    dma = export.table("DmaPacketAggregated")
+    if dma is not None and len(dma):
+        cat_dma = b.intern_cat("dma")
+        ds = dma["start_ts"].to_numpy(np.int64)
+        de = np.maximum(dma["end_ts"].to_numpy(np.int64), ds)
+        dsel = rows(dma, ds, de)
+        q = coded(dma["queue_name"])
+        var = coded(dma["variable"])
+        dpc = dma["pcore_idx"].to_numpy(np.int64)[dsel]
+        qc = q.codes[dsel]
+        lanes = np.zeros(len(dsel), np.int32)
+        if len(dsel):
+            nq = len(q.labels)
+            key = (dpc - dpc.min()) * nq + qc
+            for k in np.nonzero(np.bincount(key))[0]:
+                p, queue = int(k // nq + dpc.min()), q.labels[int(k % nq)]
+                lanes[key == k] = b.lane(Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/DMA:{queue or '?'}", pid, 1000 + p,
+                                         instance=ident.instance, sort_index=10_000 + p)
+        vname = np.array([b.intern_name(x or "dma transfer") for x in var.labels], np.int32)
+        b.add_events(start=ds[dsel] + shift, end=de[dsel] + shift, lane=lanes,
+                     name=vname[var.codes[dsel]] if len(dsel) else np.empty(0, np.int32),
+                     cat=np.full(len(dsel), cat_dma, np.int16))
+    return b.finish()
