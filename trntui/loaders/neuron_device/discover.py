@@ -33,7 +33,7 @@ class DeviceRef:
 
 
 def is_device_profile(directory: Path) -> bool:
-    from trntui.loaders.neuron_parquet import table_files
+    from trntui.loaders.neuron.parquet import table_files
 
     return directory.is_dir() and bool(table_files(directory, "Instruction"))
 
@@ -144,7 +144,7 @@ def device_profiles_of(path: Path, nc: int | None = None) -> list[DeviceRef]:
         return [r for r in refs if nc is None or r.identity.nc is None or r.identity.nc == nc]
     if not path.is_dir():
         return []
-    from trntui.loaders.neuron_discover import scan
+    from trntui.loaders.neuron.discover import scan
 
     out: list[DeviceRef] = []
     for s in scan(path).sessions:

@@ -146,7 +146,7 @@ def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExp
     directory = Path(path)
     if not directory.is_dir():
         raise LoadError(directory, "not a directory (a device profile is a directory of Parquet tables)")
-    from trntui.loaders.neuron_parquet import table_files
+    from trntui.loaders.neuron.parquet import table_files
 
     if not table_files(directory, "Instruction"):
         raise LoadError(directory, "not a Neuron device profile: no Instruction.parquet (or Instruction_<k>.parquet)")
@@ -202,7 +202,7 @@ def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExp
 
 def instruction_rows(directory: Path) -> int:
     """Rows of the Instruction table, from the Parquet footers (cheap: nothing is decoded)."""
-    from trntui.loaders.neuron_parquet import table_files
+    from trntui.loaders.neuron.parquet import table_files
 
     return sum(row_count(p) for p in table_files(directory, "Instruction"))
 
@@ -212,7 +212,7 @@ def describe_device(directory: Path, identity: Identity | None = None) -> dict[s
     one-row Metadata): tables with files and rows, used columns the files lack, unread columns, optional tables
     missing, and a required column missing (a renamed field) as a problem line."""
     from trntui.loaders.neuron_device.reader import file_columns
-    from trntui.loaders.neuron_parquet import table_files
+    from trntui.loaders.neuron.parquet import table_files
 
     ident = identity or Identity.from_name(directory.name)
     doc: dict[str, Any] = {"path": str(directory), "name": ident.name or directory.name, "instance": ident.instance or None,

@@ -23,7 +23,7 @@ import pandas as pd
 
 from trntui.errors import LoadError
 from trntui.loaders.neuron_device import schema
-from trntui.loaders.neuron_parquet import table_files
+from trntui.loaders.neuron.parquet import table_files
 
 DEFAULT_ID = -1
 """Value of a missing id (raw_framework_id, raw_hlo_id, ...)."""
