@@ -394,3 +394,18 @@ def test_device_samples_are_labelled_synthetic() -> None:
         assert export.warnings and export.warnings[0].startswith("Synthetic data: ")
         assert "no Trainium was used" in export.warnings[0]
         assert pq.read_table(export.path / "Metadata.parquet").column("synthetic").to_pylist() == ["true"]
+
+
+def test_readme_part2_story_matches_the_samples(repo_dir: Path) -> None:
+    """The README's Part 2 figures are the ones `trntui device` computes on the bundled samples."""
+    from trntui.analysis.roofline import fmt_ai, si
+    from trntui.device_report import human_bytes
+
+    text = " ".join((repo_dir / "README.md").read_text(encoding="utf-8").split())
+    naive = analyse(load_device(_profile_dir(SAMPLES / "naive")))
+    fused = analyse(load_device(_profile_dir(SAMPLES / "fused")))
+    story = (f"{human_bytes(naive.hbm_bytes)} of HBM traffic for {si(naive.flops, 'FLOP')}, arithmetic intensity "
+             f"{naive.execution.intensity:.2f} FLOP/B, far below the Trn2 ridge of {fmt_ai(naive.roof.ridge)} FLOP/B: "
+             f"memory-bound")
+    assert story in text
+    assert f"{human_bytes(fused.hbm_bytes)}, {fused.execution.intensity:.2f} FLOP/B, still memory-bound)" in text

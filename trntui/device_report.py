@@ -93,17 +93,18 @@ def header_lines(export: "DeviceExport", report: "DeviceReport") -> list[str]:
     return lines
 
 
-def engine_lines(report: "DeviceReport", width: int = BAR) -> list[str]:
-    """Per-engine busy bars (and DMA), one line each."""
+def engine_lines(report: "DeviceReport", width: int = BAR, compact: bool = False) -> list[str]:
+    """Per-engine busy bars (and DMA), one line each (`compact`: without the count's unit)."""
     lines = []
     for e in report.engines:
         hw = ENGINE_HW.get(e.engine, "")
-        name = f"{e.engine} ({hw})" if hw else safe_text(e.engine)
-        lines.append(f"  {name:<14} {bar(e.percent, width)} {pct(e.percent):>6}  {e.instructions:>6,} instr")
+        name = f"{e.engine} ({hw})" if hw else truncate(safe_text(e.engine), 13)
+        unit = "" if compact else " instr"
+        lines.append(f"  {name:<13} {bar(e.percent, width)} {pct(e.percent):>6} {e.instructions:>6,}{unit}")
     if report.dma is not None:
         d = report.dma
-        lines.append(f"  {'DMA':<14} {bar(d.percent, width)} {pct(d.percent):>6}  {d.transfers or d.packets:>6,} "
-                     f"{'transfers' if d.transfers else 'packets'}")
+        unit = "" if compact else (" transfers" if d.transfers else " packets")
+        lines.append(f"  {'DMA':<13} {bar(d.percent, width)} {pct(d.percent):>6} {d.transfers or d.packets:>6,}{unit}")
     return lines
 
 

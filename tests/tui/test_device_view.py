@@ -62,9 +62,27 @@ async def test_device_view_from_the_hardware_lane() -> None:
         await pilot.pause()
         text = screen_text(app)
         assert "Framework ops" in text and "aten::mul.Tensor" in text and "memory-bound" in text
-        await pilot.press("escape")
+        # `p`: the roofline full size, with each framework op's verdict
+        await pilot.press("p")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Verdict: execution 0 (MODULE_10001_8417/model.neff): memory-bound" in text
+        assert "aten::mul.Tensor: memory-bound: arithmetic intensity 0.25 FLOP/B is below the ridge 218 FLOP/B" in text
+        assert "Peaks from: aws-neuron-sdk about-neuron/arch/neuron-hardware/neuron-core-v3.rst" in text
+        await pilot.press("escape", "escape")
         await pilot.pause()
         assert not isinstance(app.screen, DeviceScreen)
+
+
+async def test_device_view_at_80x24_keeps_the_verdict() -> None:
+    async with opened(NAIVE, size=(80, 24)) as (app, pilot):
+        await _to_hardware_lane(app, pilot)
+        await pilot.press("D")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Verdict: memory-bound · AI 0.25 <" in text and "p: roofline plot" in text
+        assert "Vector (DVE)" in text and "hw/NC0:0/Vector" in text  # lane labels keep their end when cut
 
 
 async def test_device_view_keys_zoom_the_engine_lanes() -> None:

@@ -264,4 +264,4 @@ def ascii_plot(roof: Roof, points: list[tuple[str, Point]], width: int = 64, hei
     lines.append(" " * 9 + "".join(axis))
     lines.append(f"{'FLOP/s':>7}   x: arithmetic intensity, FLOP/byte (log); ridge {fmt_ai(roof.ridge)} FLOP/B")
     lines.extend(legend)
-    return lines
+    return [x if len(x) <= width else x[: width - 1] + "…" for x in lines]

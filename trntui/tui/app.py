@@ -511,9 +511,9 @@ class TrntuiApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "device":
-            from trntui.tui.screens.device import DeviceScreen
+            from trntui.tui.screens.device import DeviceScreen, RooflineScreen
 
-            if isinstance(self.screen, DeviceScreen):
+            if isinstance(self.screen, (DeviceScreen, RooflineScreen)):
                 return False
             return self.profile is not None and self.profile.meta.device_kind == "neuron"
         if action == "compare":

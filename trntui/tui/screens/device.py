@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from trntui.textsafe import safe_text
@@ -76,6 +76,7 @@ class DeviceScreen(Screen[None]):
         Binding("escape,q", "back", "Back", id="device-back"),
         Binding("t", "cycle_table(1)", "Next table", id="device-next-table"),
         Binding("T", "cycle_table(-1)", "Previous table", id="device-prev-table"),
+        Binding("p", "roofline", "Roofline plot", id="device-roofline"),
         Binding("tab", "focus_next", "Next pane", show=False, id="device-focus-next"),
         Binding("question_mark,f1", "help", "Help", id="device-help"),
     ]
@@ -85,8 +86,9 @@ class DeviceScreen(Screen[None]):
     DeviceScreen #device-title { height: auto; max-height: 2; background: $panel; padding: 0 1; }
     DeviceScreen #device-top { height: 12; }
     DeviceScreen.-tall #device-top { height: 20; }
-    DeviceScreen #device-engines { width: 1fr; min-width: 40; padding: 0 1; border-right: solid $panel-lighten-2; }
-    DeviceScreen #device-roofline { width: 1fr; padding: 0 1; }
+    DeviceScreen #device-engines { width: 60; height: 100%; padding: 0 1; border-right: solid $panel-lighten-2; }
+    DeviceScreen.-narrow #device-engines { width: 1fr; }
+    DeviceScreen #device-roofline { width: 1fr; height: 100%; padding: 0 1; }
     DeviceScreen #device-timeline { height: 1fr; min-height: 6; border-top: solid $panel-lighten-2; }
     DeviceScreen #device-timeline:focus { border-top: solid $accent; }
     DeviceScreen #device-table-title { height: 1; padding: 0 1; color: $text-muted; }
@@ -128,6 +130,8 @@ class DeviceScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.set_class(self.size.height >= 40, "-tall")
+        self.set_class(self.size.width < 110, "-narrow")
+        self._draw_engines()
         self._draw_roofline()
 
     # -- loading (thread worker: posts messages only) ---------------------------------------------------------
@@ -167,7 +171,7 @@ class DeviceScreen(Screen[None]):
     @on(DeviceLoaded)
     def _loaded(self, message: DeviceLoaded) -> None:
         from trntui.analysis.timeline import format_ns
-        from trntui.device_report import engine_lines, tables
+        from trntui.device_report import tables
 
         self.export, self.report = message.export, message.report
         r, e = message.report, message.export
@@ -175,16 +179,8 @@ class DeviceScreen(Screen[None]):
                  f"{r.instruction_count:,} instructions")
         extra = [f"⚠ {safe_text(w.split(':')[0])}" for w in e.warnings[:1]] + ([safe_text(message.note)] if message.note else [])
         self.query_one("#device-title", Static).update(Text(" · ".join([title, *extra])))
-        lines = ["Engine busy (union of instruction intervals)"] + engine_lines(r, 20)
-        if r.dma is not None:
-            from trntui.device_report import human_bytes
-            from trntui.analysis.roofline import si
-
-            lines.append(f"  DMA {human_bytes(r.dma.bytes)}, {si(r.dma.bandwidth, 'B/s')} while active; "
-                         f"HBM {human_bytes(r.dma.hbm_read)} read, {human_bytes(r.dma.hbm_write)} written")
-        lines += [f"⚠ {safe_text(w)}" for w in e.warnings]
-        self.query_one("#device-engines", Static).update(Text("\n".join(lines)))
-        self._draw_roofline()
+        self.call_after_refresh(self._draw_engines)
+        self.call_after_refresh(self._draw_roofline)
         self.timeline.loading = False
         self.timeline.set_profile(message.profile)
         self.timeline.border_title = Text("Engine lanes · " + self.timeline.title)
@@ -194,10 +190,28 @@ class DeviceScreen(Screen[None]):
         self._show_table()
         self.timeline.focus()
 
+    def _draw_engines(self) -> None:
+        if self.report is None:
+            return
+        from trntui.analysis.roofline import si
+        from trntui.device_report import engine_lines, human_bytes, pct
+
+        r = self.report
+        pane = self.query_one("#device-engines", Static)
+        width = pane.size.width or 60
+        compact = width < 56
+        bar = max(min(width - 2 - (31 if compact else 41), 16), 4)
+        lines = ["Engine busy (union of intervals)"] + engine_lines(r, bar, compact)
+        if r.dma is not None:
+            lines.append(f"  DMA {human_bytes(r.dma.bytes)} at {si(r.dma.bandwidth, 'B/s')} while active")
+            lines.append(f"  HBM {human_bytes(r.dma.hbm_read)} read, {human_bytes(r.dma.hbm_write)} written")
+        lines.append(f"  MFU {pct(r.mfu)} · MBU {pct(r.mbu)} · FLOPs {si(r.flops, 'FLOP')}")
+        pane.update(Text("\n".join(lines)))
+
     def _draw_roofline(self) -> None:
         if self.report is None:
             return
-        from trntui.analysis.roofline import ascii_plot, short_verdict, si
+        from trntui.analysis.roofline import ascii_plot, fmt_ai, short_verdict, si
         from trntui.device_report import plot_points
 
         r = self.report
@@ -205,13 +219,24 @@ class DeviceScreen(Screen[None]):
         if r.roof is None or r.execution is None:
             pane.update(Text(f"Roofline: {safe_text(r.roof_note)}"))
             return
-        head = [f"Roofline {safe_text(r.roof.label)} · {si(r.roof.flops, 'FLOP/s')} · {si(r.roof.bandwidth, 'B/s')}",
+        head = [f"Roofline · {safe_text(r.roof.label)}",
+                f"peak {si(r.roof.flops, 'FLOP/s')} · HBM {si(r.roof.bandwidth, 'B/s')} · ridge {fmt_ai(r.roof.ridge)} FLOP/B",
                 f"Verdict: {short_verdict(r.execution)}"]
-        width = max(pane.size.width - 2, 30) if pane.size.width else 60
+        width = max(pane.size.width - 2, 10) if pane.size.width else 60
         points = plot_points(r)
-        height = max((pane.size.height or 12) - len(head) - 3 - len(points), 4)
-        plot = ascii_plot(r.roof, points, width, height)
-        pane.update(Text("\n".join(head + plot)))
+        verdict_rows = -(-len(head[-1]) // width)
+        height = (pane.size.height or 12) - len(head) - verdict_rows + 1 - 3 - len(points)
+        if width < 40 or height < 5:  # too small for a readable plot: `p` shows it full size
+            pane.update(Text("\n".join(head + ["p: roofline plot"])))
+            return
+        pane.update(Text("\n".join(head + ascii_plot(r.roof, points, width, height))))
+
+    def action_roofline(self) -> None:
+        """The roofline plot full size, with every point's verdict (a modal; Esc closes)."""
+        if self.report is None or self.report.roof is None:
+            self.app.notify(self.report.roof_note if self.report else "still loading", severity="warning")
+            return
+        self.app.push_screen(RooflineScreen(self.report))
 
     # -- tables -------------------------------------------------------------------------------------------------
     def _show_table(self) -> None:
@@ -260,6 +285,37 @@ class DeviceScreen(Screen[None]):
 
         reference = key_reference([("Device view", DeviceScreen), ("Engine lanes (timeline keys)", Timeline)])
         self.app.push_screen(HelpScreen(reference, "trntui device view keys"))
+
+
+class RooflineScreen(ModalScreen[None]):
+    """The roofline plot at the size of the terminal, the verdict of each point and where the peaks come from."""
+
+    BINDINGS = [Binding("escape,q,p", "dismiss", "Close", id="roofline-close")]
+
+    DEFAULT_CSS = """
+    RooflineScreen { align: center middle; }
+    RooflineScreen > VerticalScroll { width: 96%; height: 94%; border: round $accent; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, report: "DeviceReport") -> None:
+        super().__init__()
+        self.report = report
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import VerticalScroll
+
+        with VerticalScroll():
+            yield Static(id="roofline-text", markup=False)
+
+    def on_resize(self) -> None:
+        from trntui.device_report import roofline_lines
+
+        width = max(int(self.size.width * 0.96) - 8, 40)
+        ops = sum(1 for p in self.report.points if p.bound != "no data")
+        height = max(int(self.size.height * 0.94) - 2 - 14 - 2 * ops, 8)
+        lines = roofline_lines(self.report, width, height)
+        lines += [""] + [f"  {safe_text(p.verdict())}" for p in self.report.points if p.bound != "no data"]
+        self.query_one("#roofline-text", Static).update(Text("\n".join(lines)))
 
 
 def open_device_view(app: Any, profile: "Profile", event: int, roots: list[Path]) -> bool:
