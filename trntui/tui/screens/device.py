@@ -7,7 +7,7 @@ same rank) and analyses it; it only posts `DeviceLoaded` / `DeviceFailed`, which
 
 The engine lanes are the explorer's `Timeline` widget over a `Profile` built from the `Instruction` rows (one lane
 per physical core × engine, one per DMA queue), so panning, zooming, `[`/`]` and labels work as on the system
-timeline. `t`/`T` cycle the table below (top instructions, framework ops, opcodes, HLO ops, DMA).
+timeline. `>`/`<` cycle the table below (top instructions, framework ops, opcodes, HLO ops, DMA).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class DeviceScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape,q", "back", "Back", id="device-back"),
-        Binding("t", "cycle_table(1)", "Next table", id="device-next-table"),
-        Binding("T", "cycle_table(-1)", "Previous table", id="device-prev-table"),
+        Binding("greater_than_sign", "cycle_table(1)", "Next table", id="device-next-table"),
+        Binding("less_than_sign", "cycle_table(-1)", "Previous table", id="device-prev-table"),
         Binding("p", "roofline", "Roofline plot", id="device-roofline"),
         Binding("tab", "focus_next", "Next pane", show=False, id="device-focus-next"),
         Binding("question_mark,f1", "help", "Help", id="device-help"),
@@ -85,6 +85,7 @@ class DeviceScreen(Screen[None]):
     DeviceScreen { layout: vertical; }
     DeviceScreen #device-title { height: auto; max-height: 2; background: $panel; padding: 0 1; }
     DeviceScreen #device-top { height: 12; }
+    DeviceScreen.-short #device-top { height: 10; }
     DeviceScreen.-tall #device-top { height: 20; }
     DeviceScreen #device-engines { width: 60; height: 100%; padding: 0 1; border-right: solid $panel-lighten-2; }
     DeviceScreen.-narrow #device-engines { width: 1fr; }
@@ -130,6 +131,7 @@ class DeviceScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.set_class(self.size.height >= 40, "-tall")
+        self.set_class(self.size.height < 30, "-short")
         self.set_class(self.size.width < 110, "-narrow")
         self._draw_engines()
         self._draw_roofline()
@@ -202,10 +204,12 @@ class DeviceScreen(Screen[None]):
         compact = width < 56
         bar = max(min(width - 2 - (31 if compact else 41), 16), 4)
         lines = ["Engine busy (union of intervals)"] + engine_lines(r, bar, compact)
-        if r.dma is not None:
+        if r.dma is not None and compact:
+            lines.append(f"  DMA {human_bytes(r.dma.bytes)} · HBM {human_bytes(r.dma.hbm_read + r.dma.hbm_write)}")
+        elif r.dma is not None:
             lines.append(f"  DMA {human_bytes(r.dma.bytes)} at {si(r.dma.bandwidth, 'B/s')} while active")
             lines.append(f"  HBM {human_bytes(r.dma.hbm_read)} read, {human_bytes(r.dma.hbm_write)} written")
-        lines.append(f"  MFU {pct(r.mfu)} · MBU {pct(r.mbu)} · FLOPs {si(r.flops, 'FLOP')}")
+        lines.append(f"  MFU {pct(r.mfu)} · MBU {pct(r.mbu)}" + ("" if compact else f" · FLOPs {si(r.flops, 'FLOP')}"))
         pane.update(Text("\n".join(lines)))
 
     def _draw_roofline(self) -> None:
@@ -248,7 +252,7 @@ class DeviceScreen(Screen[None]):
         t = self.tables[self.table_index]
         names = " · ".join(("[" + x.title.split(" (")[0] + "]") if k == self.table_index else x.key
                            for k, x in enumerate(self.tables))
-        self.query_one("#device-table-title", Static).update(Text(f"{t.title} · t/T: {names}"))
+        self.query_one("#device-table-title", Static).update(Text(f"{t.title} · </>: {names}"))
         for k, h in enumerate(t.headers):
             dt.add_column(Text(h, justify="right" if k in t.right else "left"), key=str(k))
         for row in t.rows:
