@@ -17,8 +17,6 @@ KEY_NAMES = {
     "greater_than_sign": ">",
     "comma": ",",
     "full_stop": ".",
-    "greater_than_sign": ">",
-    "less_than_sign": "<",
     "left": "←",
     "right": "→",
     "up": "↑",

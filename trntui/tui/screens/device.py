@@ -7,7 +7,7 @@ same rank) and analyses it; it only posts `DeviceLoaded` / `DeviceFailed`, which
 
 The engine lanes are the explorer's `Timeline` widget over a `Profile` built from the `Instruction` rows (one lane
 per physical core × engine, one per DMA queue), so panning, zooming, `[`/`]` and labels work as on the system
-timeline. `>`/`<` cycle the table below (top instructions, framework ops, opcodes, HLO ops, DMA).
+timeline. `s`/`S` switch the table below (top instructions, framework ops, opcodes, HLO ops, DMA).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class DeviceScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape,q", "back", "Back", id="device-back"),
-        Binding("greater_than_sign", "cycle_table(1)", "Next table", id="device-next-table"),
-        Binding("less_than_sign", "cycle_table(-1)", "Previous table", id="device-prev-table"),
+        Binding("s", "cycle_table(1)", "Switch table", id="device-next-table"),
+        Binding("S", "cycle_table(-1)", "Switch table back", id="device-prev-table"),
         Binding("p", "roofline", "Roofline plot", id="device-roofline"),
         Binding("tab", "focus_next", "Next pane", show=False, id="device-focus-next"),
         Binding("question_mark,f1", "help", "Help", id="device-help"),
@@ -252,7 +252,7 @@ class DeviceScreen(Screen[None]):
         t = self.tables[self.table_index]
         names = " · ".join(("[" + x.title.split(" (")[0] + "]") if k == self.table_index else x.key
                            for k, x in enumerate(self.tables))
-        self.query_one("#device-table-title", Static).update(Text(f"{t.title} · </>: {names}"))
+        self.query_one("#device-table-title", Static).update(Text(f"{t.title} · s/S: {names}"))
         for k, h in enumerate(t.headers):
             dt.add_column(Text(h, justify="right" if k in t.right else "left"), key=str(k))
         for row in t.rows:
