@@ -409,3 +409,23 @@ def test_readme_part2_story_matches_the_samples(repo_dir: Path) -> None:
              f"memory-bound")
     assert story in text
     assert f"{human_bytes(fused.hbm_bytes)}, {fused.execution.intensity:.2f} FLOP/B, still memory-bound)" in text
+
+
+def test_device_profile_is_a_registered_format(capsys) -> None:
+    """`trntui open/summary` on a device profile: the registry's `neuron-device` format loads its engine lanes."""
+    import pickle
+
+    from trntui.session import find_runs, load_run
+
+    pdir = _profile_dir(SAMPLES / "naive")
+    (run,) = find_runs(SAMPLES / "naive")
+    assert run.format == "neuron-device" and run.root == pdir
+    assert pickle.loads(pickle.dumps(run)).source == run.source  # runs are plain data
+    assert pdir / "Instruction.parquet" in run.inputs and all(p.parent == pdir for p in run.inputs)
+    profile = load_run(run, cache=False)
+    labels = {lane.label for lane in profile.lanes}
+    assert "i-0a1b2c3d4e5f60718/PID:51001/neuron_hw/NC0:0/Vector" in labels
+    assert len(profile) == len(pq.read_table(pdir / "Instruction.parquet")) + len(pq.read_table(pdir / "DmaPacketAggregated.parquet"))
+    assert any("trntui device" in n for n in profile.meta.notes)
+    # the system profiles beside it are still found by the Neuron format first
+    assert [r.format for r in find_runs(SAMPLES.parent / "naive")] == ["neuron"]

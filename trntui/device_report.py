@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from trntui.analysis.roofline import MARKERS, ascii_plot, fmt_ai, fmt_x, si
 from trntui.analysis.timeline import format_ns
-from trntui.loaders.neuron_device.schema import ENGINE_HW
+from trntui.model.device import ENGINE_HW
 from trntui.textsafe import csv_safe, safe_text, truncate
 
 if TYPE_CHECKING:
     from trntui.analysis.device import DeviceReport
     from trntui.analysis.roofline import Point
-    from trntui.loaders.neuron_device.export import DeviceExport
+    from trntui.model.device import DeviceExport
 
 BAR = 24
 

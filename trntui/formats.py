@@ -21,7 +21,7 @@ from typing import Any
 
 from trntui.analysis import neuron as neuron_analysis
 from trntui.errors import LoadError
-from trntui.loaders import kineto, neuron
+from trntui.loaders import kineto, neuron, neuron_device
 from trntui.loaders.discover import Run
 from trntui.loaders.protocol import LoadOptions, TraceFormat
 from trntui.model.builder import ProfileBuilder
@@ -52,6 +52,7 @@ class WithHooks:
 
 FORMATS: list[TraceFormat] = [
     WithHooks(neuron.FORMAT, link_edges=neuron_analysis.link_edges, device_time=neuron_analysis.device_time),
+    neuron_device.FORMAT,
     kineto.FORMAT,
 ]
 """Every format trntui reads, in the order `find_runs` asks them (the generic Kineto walk last)."""

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from trntui.analysis.roofline import Point, Roof, peak_for, roof_for
-from trntui.loaders.neuron_device.schema import ENGINES, engine_name
+from trntui.model.device import ENGINES, Coded, coded, engine_name
 
 if TYPE_CHECKING:
-    from trntui.loaders.neuron_device.export import DeviceExport
+    from trntui.model.device import DeviceExport
     from trntui.model.profile import Profile
 
 UNATTRIBUTED = "(no framework op)"
@@ -263,32 +263,6 @@ class DeviceReport:
     @property
     def verdict(self) -> str:
         return self.execution.verdict() if self.execution is not None else self.roof_note
-
-
-@dataclass
-class Coded:
-    """A string column as integer codes into `labels` (every row has a code; empty strings are a label too)."""
-
-    codes: np.ndarray
-    labels: list[str]
-
-
-def coded(col: pd.Series, canon: Any = None) -> Coded:
-    """`col` (categorical from the reader, or any strings) as codes; `canon` maps each distinct value once
-    (e.g. `tensor`/`PE` → `Tensor`), merging the values it maps together."""
-    cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype(str).astype("category")
-    labels = [str(c) for c in cat.cat.categories]
-    codes = cat.cat.codes.to_numpy().astype(np.int64)
-    if (codes < 0).any():
-        codes = np.where(codes < 0, len(labels), codes)
-        labels.append("")
-    if canon is not None and labels:
-        mapped = [canon(x) for x in labels]
-        uniq = list(dict.fromkeys(mapped))
-        pos = {m: k for k, m in enumerate(uniq)}
-        codes = np.array([pos[m] for m in mapped], np.int64)[codes]
-        labels = uniq
-    return Coded(codes, labels)
 
 
 class _Labels:

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from trntui.loaders.neuron_device.export import NAME_RX, Identity
+from trntui.model.device import NAME_RX, Identity
 
 MAX_DEPTH = 4
 """How deep below a search root device profiles are looked for (Explorer's data path is

@@ -23,28 +23,11 @@ import pandas as pd
 
 from trntui.errors import LoadError
 from trntui.loaders.neuron_device import schema
+from trntui.model.device import TableRead
 from trntui.loaders.neuron.parquet import table_files
 
 DEFAULT_ID = -1
 """Value of a missing id (raw_framework_id, raw_hlo_id, ...)."""
-
-
-@dataclass
-class TableRead:
-    """One table as read: its columns (every used field, defaults where the file lacks one) and provenance."""
-
-    name: str
-    frame: pd.DataFrame
-    files: list[Path]
-    absent: list[str] = field(default_factory=list)
-    """Used fields the files do not have (optional ones only; a missing required field stops the load)."""
-    extra: list[str] = field(default_factory=list)
-    """Columns of the files that trntui does not read (newer schema fields, or ones the device view ignores)."""
-    skipped_rows: int = 0
-    """Rows dropped because a required value (a timestamp) was null or unparsable."""
-
-    def has(self, column: str) -> bool:
-        return column in self.frame.columns and column not in self.absent
 
 
 def _pa():

@@ -93,24 +93,3 @@ def major(version: str) -> int | None:
     head = str(version).strip().lstrip("vV").split(".")[0]
     return int(head) if head.isdigit() else None
 
-
-ENGINES = ("Tensor", "Vector", "Scalar", "GpSimd", "Sync")
-"""The NeuronCore compute engines in display order (the schema's own names; hardware names are PE, DVE, ACT,
-POOL and SP, as `FrameworkInstruction`'s `*_engine_instruction_count` descriptions pair them)."""
-
-_ENGINE_ALIASES = {
-    "tensor": "Tensor", "pe": "Tensor", "tensorengine": "Tensor",
-    "vector": "Vector", "dve": "Vector", "vectorengine": "Vector",
-    "scalar": "Scalar", "act": "Scalar", "activation": "Scalar", "scalarengine": "Scalar",
-    "gpsimd": "GpSimd", "pool": "GpSimd", "gpsimdengine": "GpSimd",
-    "sync": "Sync", "sp": "Sync", "syncengine": "Sync",
-}
-
-ENGINE_HW = {"Tensor": "PE", "Vector": "DVE", "Scalar": "ACT", "GpSimd": "POOL", "Sync": "SP"}
-
-
-def engine_name(raw: str) -> str:
-    """Canonical engine name: `tensor`/`Tensor`/`PE` → `Tensor` (the docs show both `tensor` and `Tensor`);
-    unknown names are kept (open vocabulary)."""
-    key = str(raw).strip().replace("_", "").replace(" ", "").lower()
-    return _ENGINE_ALIASES.get(key, str(raw).strip() or "(none)")

@@ -2,7 +2,8 @@
 
 So the device view draws engine activity with the same timeline widget, keys and labels as the system trace:
 lanes are labelled like the system trace's hardware lanes plus the engine, `i-…/PID:51001/neuron_hw/NC0:0/Vector`,
-instructions are named by opcode (category: the engine), DMA transfers by variable (category `dma`). Times are
+instructions are named by opcode, DMA transfers by variable (category `neuron_hw`, like the system trace's
+hardware rows). Times are
 shifted by `shift` ns onto the system trace's clock when the device profile has its own.
 """
 
@@ -12,25 +13,36 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trntui.loaders.neuron_device.schema import ENGINES, engine_name
+from trntui.model.device import ENGINES, coded, engine_name
 from trntui.model.builder import ProfileBuilder
+
+CAT_HARDWARE = "neuron_hw"
+"""The category of every device-profile event: Neuron hardware rows (model.categories.NEURON_SYSTEM), which key_averages leaves out like the
+system trace's (a device profile has no framework ops; `trntui device` is its report)."""
 from trntui.model.profile import Profile, ProfileMeta, Tier
 
 if TYPE_CHECKING:
     from trntui.analysis.device import Window
-    from trntui.loaders.neuron_device.export import DeviceExport
+    from trntui.model.device import DeviceExport
 
 
 def device_profile(export: "DeviceExport", window: "Window | None" = None, shift: int = 0, nc: int | None = None) -> Profile:
     """Instructions (and DMA transfers) of `window` (default: all) as a Profile with engine and DMA lanes."""
-    from trntui.analysis.device import coded
+    b = ProfileBuilder(ProfileMeta())
+    add_device_events(export, b, window, shift, nc)
+    return b.finish()
+
+
+def add_device_events(export: "DeviceExport", b: ProfileBuilder, window: "Window | None" = None, shift: int = 0,
+                      nc: int | None = None) -> None:
+    """Add the instructions (and DMA transfers) of `window` (default: all) to `b` as engine and DMA lanes."""
 
     ident = export.identity
     nc = nc if nc is not None else (ident.nc if ident.nc is not None else 0)
     pid = ident.pid if ident.pid is not None else 0
-    meta = ProfileMeta(sources=[str(export.path)], device_kind="neuron", backend="NEURON")
-    meta.device_time_source = "Neuron device profile (Instruction table)"
-    b = ProfileBuilder(meta)
+    b.meta.sources.append(str(export.path))
+    b.meta.device_kind, b.meta.backend = "neuron", "NEURON"
+    b.meta.device_time_source = "Neuron device profile (Instruction table)"
     rank = {e: k for k, e in enumerate(ENGINES)}
 
     def rows(f, st, en):
@@ -56,15 +68,14 @@ def device_profile(export: "DeviceExport", window: "Window | None" = None, shift
             lane_ids[key == k] = b.lane(Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/{e}", pid, p, instance=ident.instance,
                                         sort_index=p * 100 + rank.get(e, 50))
     name_of = np.array([b.intern_name(x or "(no opcode)") for x in op.labels], np.int32)
-    cat_of = np.array([b.intern_cat(x) for x in eng.labels], np.int16)
+    hw = b.intern_cat(CAT_HARDWARE)
     s0, e0 = st[sel] + shift, en[sel] + shift
     order = np.lexsort((-(e0 - s0), s0))  # (start, longest first): the builder's order, computed once here
     b.add_events(start=s0, end=e0, lane=lane_ids, name=name_of[op.codes[sel]] if len(sel) else np.empty(0, np.int32),
-                 cat=cat_of[ecodes] if len(sel) else np.empty(0, np.int16), time_order=order)
+                 cat=np.full(len(sel), hw, np.int16), time_order=order)
 
     dma = export.table("DmaPacketAggregated")
     if dma is not None and len(dma):
-        cat_dma = b.intern_cat("dma")
         ds = dma["start_ts"].to_numpy(np.int64)
         de = np.maximum(dma["end_ts"].to_numpy(np.int64), ds)
         dsel = rows(dma, ds, de)
@@ -83,5 +94,4 @@ def device_profile(export: "DeviceExport", window: "Window | None" = None, shift
         vname = np.array([b.intern_name(x or "dma transfer") for x in var.labels], np.int32)
         b.add_events(start=ds[dsel] + shift, end=de[dsel] + shift, lane=lanes,
                      name=vname[var.codes[dsel]] if len(dsel) else np.empty(0, np.int32),
-                     cat=np.full(len(dsel), cat_dma, np.int16))
-    return b.finish()
+                     cat=np.full(len(dsel), hw, np.int16))

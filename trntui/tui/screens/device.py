@@ -31,7 +31,7 @@ from trntui.tui.widgets.timeline import Timeline
 if TYPE_CHECKING:
     from trntui.analysis.device import DeviceReport, Target
     from trntui.device_report import Table
-    from trntui.loaders.neuron_device.export import DeviceExport
+    from trntui.model.device import DeviceExport
     from trntui.model.profile import Profile
 
 TABLE_ORDER = ("instructions", "framework_ops", "opcodes", "hlo", "dma_routes", "dma_queues", "engines", "summary_check")
