@@ -148,18 +148,20 @@ def window_for(export: "DeviceExport", *, execution: int | None = None, system: 
         raise TrntuiError(f"{export.path}: no execution {execution} (executions: {have})")
     if system is not None:
         s, e = system
-        ins = export.instructions
-        st = ins["start_ts"].to_numpy(np.int64)
-        if np.any((st >= s) & (st < e)):
-            match = [w for w in runs if w.start < e and w.end > s]
-            if match:
-                w = match[0]
-                return Window(s, e, w.label, w.index, w.neff), 0
-            return Window(s, e, "selected execution"), 0
-        if runs and rank is not None and 0 <= rank < len(runs):
-            w = runs[rank]
-            return w, s - w.start
-        if not runs:
+        if runs:
+            # the execution that covers the selected interval (same clock), else the one of the same rank
+            def overlap(w: Window) -> int:
+                return max(min(w.end, e) - max(w.start, s), 0)
+
+            best = max(runs, key=overlap)
+            if overlap(best) >= 0.9 * max(min(best.ns, e - s), 1):
+                return best, s - best.start
+            if rank is not None and 0 <= rank < len(runs):
+                return runs[rank], s - runs[rank].start
+        else:
+            st = export.instructions["start_ts"].to_numpy(np.int64)
+            if np.any((st >= s) & (st < e)):
+                return Window(s, e, "selected execution"), 0
             return whole(export), s - _span(export)[0]
     if len(runs) == 1:
         w = runs[0]
