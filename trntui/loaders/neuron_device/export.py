@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from trntui.errors import LoadError
 from trntui.loaders.neuron_device import schema
 from trntui.loaders.neuron_device.reader import read_table, row_count
-from trntui.model.device import NAME_RX, DeviceExport, Identity, TableRead
+from trntui.model.device import DeviceExport, Identity, TableRead
 
 def _first_row(t: TableRead | None) -> dict[str, Any]:
     if t is None or not len(t.frame):

@@ -14,7 +14,6 @@ line when a required field is missing.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from trntui.errors import LoadError
+from trntui.loaders.neuron.parquet import table_files
 from trntui.loaders.neuron_device import schema
 from trntui.model.device import TableRead
-from trntui.loaders.neuron.parquet import table_files
 
 DEFAULT_ID = -1
 """Value of a missing id (raw_framework_id, raw_hlo_id, ...)."""
