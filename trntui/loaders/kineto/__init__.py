@@ -24,9 +24,18 @@ One module per job:
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from trntui.loaders.kineto.format import FORMAT
-from trntui.loaders.kineto.load import add_events, load_kineto, load_kineto_into
-from trntui.loaders.kineto.schema import Ev
-from trntui.loaders.kineto.tolerant import decode_trace
 
 __all__ = ["FORMAT", "Ev", "add_events", "decode_trace", "load_kineto", "load_kineto_into"]
+
+_LAZY = {"Ev": "schema", "add_events": "load", "decode_trace": "tolerant", "load_kineto": "load", "load_kineto_into": "load"}
+"""The decoder is imported on first use: finding runs, or re-opening one from the cache, never pays for it."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,6 @@ from pathlib import Path
 from trntui.errors import LoadError, OverBudget
 from trntui.loaders.discover import Run
 from trntui.loaders.kineto.discover import find_kineto_runs
-from trntui.loaders.kineto.load import load_kineto_into
 from trntui.loaders.protocol import LoadOptions
 from trntui.model.builder import ProfileBuilder
 
@@ -18,6 +17,8 @@ def load_traces(traces: list[Path], builder: ProfileBuilder, options: LoadOption
     `alone`: the traces are all the run holds. Then a run of one file fails with that file's error, and a run
     of several fails only when none can be read. Otherwise (other sources follow, e.g. a Neuron export) an
     unreadable trace is skipped and counted. A trace over the budget always stops the load."""
+    from trntui.loaders.kineto.load import load_kineto_into  # the decoder: imported when something is read
+
     budget = options.budget
     builder.memory_budget = budget
     failures: list[LoadError] = []

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from trntui.loaders.discover import Run
 from trntui.loaders.kineto.format import load_traces
-from trntui.loaders.neuron.discover import NeuronSource, find_neuron_runs, read_mapping
 from trntui.loaders.protocol import LoadOptions
 from trntui.model.builder import ProfileBuilder
+
+if TYPE_CHECKING:
+    from trntui.loaders.neuron.discover import NeuronSource
 
 
 def load_source(source: NeuronSource, builder: ProfileBuilder, options: LoadOptions, *, has_framework: bool) -> None:
     """Add what a Neuron session holds besides its framework trace: the export's (or converted capture's)
     system-trace rows, the torch-neuronx mapping rows, the session's notes."""
+    from trntui.loaders.neuron.discover import read_mapping
+
     if source.export is not None:
         kwargs = dict(pid_filter=source.pid, label=source.export.name, instance_hint=source.instance)
         if source.export_format == "parquet":
@@ -44,11 +50,15 @@ class NeuronFormat:
     name = "neuron"
 
     def find_runs(self, path: Path) -> list[Run]:
+        if not path.is_dir():  # a file is never a Neuron session (its discovery is imported for directories only)
+            return []
+        from trntui.loaders.neuron.discover import find_neuron_runs
+
         return find_neuron_runs(path)
 
     def load(self, run: Run, builder: ProfileBuilder, options: LoadOptions) -> None:
         source = run.source
-        extra = isinstance(source, NeuronSource) and source.extra
+        extra = source is not None and source.extra
         load_traces(run.framework_traces, builder, options, alone=not extra)
         if extra:
             load_source(source, builder, options, has_framework=bool(run.framework_traces))
@@ -58,7 +68,7 @@ class NeuronFormat:
         the cached conversion when there is one (converted output is cached like any input); None before its
         first conversion (the export is made at load time)."""
         source = run.source
-        if not isinstance(source, NeuronSource) or not source.extra:
+        if source is None or not source.extra:
             return list(run.framework_traces)
         export = source.export
         raw_files: list[Path] = []
