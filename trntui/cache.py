@@ -149,10 +149,11 @@ def _check_entry(cols: dict[str, np.ndarray], flows: Any, args: Any, n_lanes: in
 # write
 # ----------------------------------------------------------------------------------------------------
 def store(
-    files: Sequence[Path], directory: Path, profile: Any, *, records: dict[str, dict[str, Any]] | None = None
+    files: Sequence[Path], directory: Path, profile: Any, *, records: dict[str, Any] | None = None
 ) -> Path | None:
-    """Write `profile` and `records` (name → {"arrays": {name: array}, "fields": JSON-able dict}) as the entry
-    for `files` under `directory`. Never raises for I/O."""
+    """Write `profile` and `records` (name → {"arrays": {name: array}, "fields": JSON-able dict}, or a function
+    returning one: called once the profile is written, so what it computes and the pages just written do not
+    add up at the peak) as the entry for `files` under `directory`. Never raises for I/O."""
     try:
         stamp = _stamp(files)
     except OSError:
@@ -185,7 +186,7 @@ def _jsonable(value: Any) -> Any:
     return json.loads(msgspec.json.encode(value, enc_hook=str))
 
 
-def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], records: dict[str, dict[str, Any]]) -> None:
+def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], records: dict[str, Any]) -> None:
     def save(name: str, a: Any) -> None:
         np.save(d / f"{name}.npy", np.ascontiguousarray(a), allow_pickle=False)
 
@@ -218,6 +219,7 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], records: dict[str
     }
     meta["records"] = {}
     for name, rec in records.items():
+        rec = rec() if callable(rec) else rec
         for a, value in rec["arrays"].items():
             save(f"record_{name}_{a}", value)
         meta["records"][name] = {"arrays": list(rec["arrays"]), "fields": _jsonable(rec["fields"])}
