@@ -115,9 +115,24 @@ def test_out_of_range_values_are_skipped_and_counted() -> None:
 
 
 def test_one_broken_file_of_a_run_does_not_hide_the_others() -> None:
-    prof = _load("dir_one_good_one_broken")
+    """Files read as one run (--merge): a broken one is skipped and counted, the others are read."""
+    from trntui.session import find_runs, load_run
+
+    runs = find_runs(_case("dir_one_good_one_broken").path, merge=True)
+    assert len(runs) == 1
+    prof = load_run(runs[0], cache=False)
     assert prof.meta.skipped.get("unreadable trace files") == 1
     assert len(prof) > 0
+
+
+def test_one_broken_file_of_a_directory_of_runs_does_not_hide_the_others(capsys) -> None:
+    """Unrelated files are runs of their own: the good one is printed, the broken one is one line."""
+    case = _case("dir_one_good_one_broken")
+    rc, out, err, caught, _ = run_cli(["summary", str(case.path)], capsys)
+    assert rc == 0 and not caught
+    assert "== a.pt.trace.json ==" in out and "Self CPU time total:" in out
+    lines = err.splitlines()
+    assert len(lines) == 1 and "b.pt.trace.json" in lines[0]
 
 
 def test_multi_run_directory_with_broken_runs(tmp_path, capsys) -> None:

@@ -93,7 +93,7 @@ def test_multi_run_titles_errors_and_notes_are_escaped(tmp_path: Path, capsys) -
     good = root / HOSTILE_DIR
     good.mkdir(parents=True)
     (good / "a.pt.trace.json").write_bytes(hostile_trace())
-    (good / "b\x1b[2J.pt.trace.json").write_bytes(b"{garbage")  # noted as skipped inside the run
+    (good / "b\x1b[2J.pt.trace.json").write_bytes(b"{garbage")  # a run of its own; with --merge, skipped in the run
     bad = root / "bad\x1b]52;c;QQ==\x07run"
     bad.mkdir()
     (bad / "trace.json").write_bytes(b"")
@@ -101,9 +101,15 @@ def test_multi_run_titles_errors_and_notes_are_escaped(tmp_path: Path, capsys) -
         rc, out, err = run_cli(capsys, *["summary", "--format", fmt, str(root)])
         assert rc == 0
         _assert_clean(out, err)
-        assert err.count("trntui: error: ") == 1 and "bad\\x1b]52;c;QQ==\\x07run" in err
+        assert err.count("trntui: error: ") == 2 and "bad\\x1b]52;c;QQ==\\x07run" in err
+        assert "b\\x1b[2J.pt.trace.json" in err
         if fmt == "table":
-            assert "== run\\x1b[2J\\x07[bold]x[red] ==" in out
+            assert "== run\\x1b[2J\\x07[bold]x[red]/a.pt.trace.json ==" in out
+    for fmt in ("table", "markdown", "csv", "json"):
+        rc, out, err = run_cli(capsys, *["summary", "--merge", "--format", fmt, str(good)])
+        assert rc == 0
+        _assert_clean(out, err)
+        if fmt == "table":
             assert "Note: skipped " in out and "b\\x1b[2J.pt.trace.json" in out
 
 

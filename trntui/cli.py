@@ -14,7 +14,7 @@ import sys
 
 from trntui import __version__
 
-COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare", "device")
+COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare", "device", "ranks")
 """Each `trntui.commands.<name>` module defines `register(subparsers)`; absent modules are skipped."""
 
 EXIT_USAGE = 2
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-PROGRESS_COMMANDS = ("summary", "overview", "compare")
+PROGRESS_COMMANDS = ("summary", "overview", "compare", "ranks")
 """Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
 
 
@@ -69,6 +69,16 @@ def convert_timeout(value: str) -> float:
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value!r}")
     return seconds
+
+
+def add_merge_option(p: argparse.ArgumentParser) -> None:
+    """`--merge` for commands that find runs under a path (trntui/loaders/grouping.py)."""
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="read every trace file under PATH as one run (sums across files); by default each file is a run of its "
+        "own unless the files are the ranks of one job or the spans of one worker (trntui info PATH shows the grouping)",
+    )
 
 
 def add_memory_budget_option(p: argparse.ArgumentParser) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from trntui.analysis import neuron as neuron_analysis
 from trntui.errors import LoadError
 from trntui.loaders import kineto, neuron, neuron_device
-from trntui.loaders.discover import Run
+from trntui.loaders.discover import Group, Run
 from trntui.loaders.protocol import LoadOptions, TraceFormat
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import AnalysisHooks, Profile, ProfileMeta
@@ -50,6 +50,62 @@ class WithHooks:
         return self.format.inputs(run)
 
 
+class MergedFormat:
+    """`--merge`: every run found under a path read into one profile (the table sums them). Each member is read by
+    its own format with its own lanes (instance = the member) and its own External ids, correlations and flow
+    keys, so nothing links across members; an unreadable member is skipped and counted."""
+
+    name = "merged"
+
+    def find_runs(self, path: Path) -> list[Run]:
+        return []  # made by `find_runs(path, merge=True)`, never found
+
+    def load(self, run: Run, builder: ProfileBuilder, options: LoadOptions) -> None:
+        from trntui.errors import OverBudget
+
+        members: list[Run] = list(run.source or [])
+        failures: list[LoadError] = []
+        for k, member in enumerate(members):
+            mark = builder.mark()
+            builder.lane_scope = member.name
+            try:
+                format_of(member).load(member, builder, options)
+            except OverBudget:
+                raise
+            except LoadError as exc:
+                failures.append(exc)
+                builder.meta.skip("unreadable trace files", 1)
+                builder.meta.notes.append(f"skipped {exc}")
+            finally:
+                builder.lane_scope = ""
+            builder.namespace_ids(mark, k)
+        if failures and len(failures) == len(members):
+            raise failures[0]
+
+    def inputs(self, run: Run) -> list[Path] | None:
+        files: list[Path] = []
+        for member in run.source or []:
+            got = format_of(member).inputs(member)
+            if got is None:
+                return None
+            files += got
+        return files
+
+
+MERGED = MergedFormat()
+
+
+def merged_run(path: Path, runs: list[Run]) -> Run:
+    """All of `runs` as one run (`--merge`)."""
+    name = path.name or str(path)
+    files = sorted({f for r in runs for f in r.framework_traces})
+    what = f"{len(runs)} runs" if any(r.format != "kineto" or len(r.framework_traces) != 1 for r in runs) else \
+        f"{len(files)} trace files"
+    return Run(name=name, root=path if path.is_dir() else path.parent, framework_traces=files,
+               manifest=runs[0].manifest if len(runs) == 1 else {}, format=MERGED.name, source=list(runs),
+               group=Group("merged", name, f"--merge: {what} read as one run"))
+
+
 FORMATS: list[TraceFormat] = [
     WithHooks(neuron.FORMAT, link_edges=neuron_analysis.link_edges, device_time=neuron_analysis.device_time),
     neuron_device.FORMAT,
@@ -59,15 +115,18 @@ FORMATS: list[TraceFormat] = [
 
 
 def format_of(run: Run) -> TraceFormat:
+    if run.format == MERGED.name:
+        return MERGED
     for fmt in FORMATS:
         if fmt.name == run.format:
             return fmt
     raise LoadError(run.root, f"no trace format named {run.format!r} is registered")
 
 
-def find_runs(path: str | Path) -> list[Run]:
-    """The runs under `path`: a trace file, a run directory, or a parent directory of runs (variants, ranks).
-    Raises `LoadError` when there is nothing readable."""
+def find_runs(path: str | Path, *, merge: bool = False) -> list[Run]:
+    """The runs under `path`: a trace file, a run directory, or a parent directory of runs (variants, ranks, a
+    worker's spans: each run says which group it belongs to and why, trntui/loaders/grouping.py); with `merge`,
+    one run of them all. Raises `LoadError` when there is nothing readable."""
     path = Path(path)
     if not path.exists():
         raise LoadError(path, "no such file or directory")
@@ -78,6 +137,10 @@ def find_runs(path: str | Path) -> list[Run]:
         if runs:
             for run in runs:
                 run.inputs = format_of(run).inputs(run)
+            if merge and (len(runs) > 1 or len(runs[0].framework_traces) > 1):
+                run = merged_run(path, runs)
+                run.inputs = MERGED.inputs(run)
+                return [run]
             return runs
     raise LoadError(path, "no trace files found (expected trace.json, *.pt.trace.json[.gz] or a Neuron profile)")
 
@@ -102,12 +165,13 @@ def read_run(run: Run, options: LoadOptions | None = None) -> Profile:
 
 def finish(run: Run, profile: Profile) -> None:
     """What a loaded profile of `run` gets, fresh or from the cache: its format's hooks and the run's metadata."""
-    fmt = format_of(run)
     hooks = AnalysisHooks()
-    for name in ("link_edges", "device_time"):
-        hook = getattr(fmt, name, None)
-        if hook is not None:
-            getattr(hooks, name).append(hook)
+    fmts = [format_of(m) for m in (run.source or [])] if run.format == MERGED.name else [format_of(run)]
+    for fmt in dict.fromkeys(fmts, None):
+        for name in ("link_edges", "device_time"):
+            hook = getattr(fmt, name, None)
+            if hook is not None and hook not in getattr(hooks, name):
+                getattr(hooks, name).append(hook)
     profile.hooks = hooks
     profile.meta.trace_meta.setdefault("run_name", run.name)
     if run.manifest:

@@ -96,17 +96,27 @@ def resolve(option: str | int | None) -> int | None:
     return parse_option(option)
 
 
+DEFLATE_MAX_RATIO = 1032
+"""deflate cannot expand data more than this (RFC 1951 limit): a larger gzip trailer size is not the truth."""
+GZIP_GUESS_RATIO = 12
+"""Uncompressed / compressed size of a trace assumed when a gzip trailer is unusable (chrome traces: 10-15x)."""
+
+
 def json_size(path: Path) -> int:
     """The uncompressed size of a trace file: its size, or for gzip the size in its trailer (mod 4 GiB, so
-    corrected upwards when implausibly small)."""
+    corrected upwards when implausibly small). A trailer no deflate stream could have (a file cut while it was
+    written ends in arbitrary bytes) gives an estimate instead: `GZIP_GUESS_RATIO` x the file size."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         if f.read(2) != b"\x1f\x8b":
             return size
         f.seek(-4, os.SEEK_END)
         isize = int.from_bytes(f.read(4), "little")
-    while isize < size:  # wrapped (over 4 GiB) or a damaged trailer
+    most = size * DEFLATE_MAX_RATIO
+    while isize < size and isize + (1 << 32) <= most:  # wrapped (over 4 GiB)
         isize += 1 << 32
+    if isize < size or isize > most:  # a damaged trailer
+        return size * GZIP_GUESS_RATIO
     return isize
 
 

@@ -115,12 +115,13 @@ def _lookup(sorted_keys: np.ndarray, values: np.ndarray, queries: np.ndarray) ->
 
 
 def thread_keys(profile: Profile) -> np.ndarray:
-    """Per event: an int64 key of its (pid, tid) host thread / stream."""
+    """Per event: an int64 key of its (instance, pid, tid) host thread / stream (files merged into one profile
+    keep their threads apart: their lanes have the file as instance)."""
     cached = profile.cache.get("thread_keys")
     if cached is None:
-        lane_key = np.array(
-            [(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0], dtype=np.int64
-        )
+        ids: dict[tuple[str, int, int], int] = {}
+        lane_key = np.array([ids.setdefault((l.instance, l.pid, l.tid), len(ids)) for l in profile.lanes] or [0],
+                            dtype=np.int64)
         cached = lane_key[profile.lane] if len(profile) else np.empty(0, np.int64)
         profile.cache["thread_keys"] = cached
     return cached

@@ -58,8 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="name or 1-based position of the baseline run (default: the first)")
     p.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="RULE",
                    help="regression rule, repeatable; exit 1 when any run breaks one (implies --no-tui)")
-    from trntui.cli import add_memory_budget_option
+    from trntui.cli import add_memory_budget_option, add_merge_option
 
+    add_merge_option(p)
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 
@@ -67,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- loading ----------------------------------------------------------------------------------------------------
 
 
-def discover(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
+def discover(paths: Sequence[str | Path], merge: bool = False) -> list[tuple[str, Any]]:
     """(display name, loader Run) for every run under `paths`, in order; raises TrntuiError for < 2 runs."""
     from trntui.errors import TrntuiError
     from trntui.session import find_runs
@@ -75,7 +76,7 @@ def discover(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
 
     found: list[tuple[str, Any]] = []
     for p in paths:
-        runs = find_runs(Path(p))
+        runs = find_runs(Path(p), merge=merge)
         if len(runs) > 1 and all(manifest_position(r) is not None for r in runs):
             runs = sorted(runs, key=capture_order)  # (find_runs' Neuron layouts come sorted by name)
         elif len(runs) > 1:
@@ -146,7 +147,8 @@ def _path_name(path: Path, run: Any) -> str:
 
 
 def load_runs(
-    paths: Sequence[str | Path], *, by_shapes: bool = False, baseline: str | None = None, options: Any = None
+    paths: Sequence[str | Path], *, by_shapes: bool = False, baseline: str | None = None, options: Any = None,
+    merge: bool = False,
 ) -> list["Run"]:
     """Load every run under `paths` for comparison (baseline first); `options`: `LoadOptions` (None: the
     defaults, trntui/settings.py)."""
@@ -155,7 +157,7 @@ def load_runs(
 
     from trntui.progress import finished
 
-    found = discover(paths)
+    found = discover(paths, merge)
     found = _with_baseline_first(found, baseline)
     runs = [make_run(name, load_run(r, options), group_by_input_shapes=by_shapes, source=str(r.root)) for name, r in found]
     finished()  # the progress line (on a terminal) is erased before anything is printed
@@ -511,8 +513,9 @@ def run(args: argparse.Namespace) -> int:
     options = LoadOptions.from_env(memory_budget=args.memory_budget, convert_timeout=args.convert_timeout)
     headless = args.no_tui or args.format is not None or bool(rules) or not _is_tty()
     if not headless:
-        return launch_compare(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options)
-    runs = load_runs(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options)
+        return launch_compare(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options,
+                              merge=args.merge)
+    runs = load_runs(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options, merge=args.merge)
     diff = diff_ops([r.table for r in runs], [r.name for r in runs], by_shapes=args.by_shapes)
     results = check_rules(rules, [r.metrics for r in runs])
     fmt = args.format or "table"
@@ -556,7 +559,8 @@ def _is_tty() -> bool:
 
 
 def launch_compare(
-    paths: "Sequence[str | Path] | str | Path", *, by_shapes: bool = False, baseline: str | None = None, options: Any = None
+    paths: "Sequence[str | Path] | str | Path", *, by_shapes: bool = False, baseline: str | None = None, options: Any = None,
+    merge: bool = False,
 ) -> int:
     """Open the compare view on `paths` (several run paths, or one parent directory of runs).
 
@@ -565,7 +569,7 @@ def launch_compare(
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline, options=options)
+    runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline, options=options, merge=merge)
     from trntui.tui.compare import run_compare_app
 
     return run_compare_app(runs, paths=[str(p) for p in paths], by_shapes=by_shapes)

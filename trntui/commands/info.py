@@ -19,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", help="trace file or profile directory")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    from trntui.cli import add_merge_option
+
+    add_merge_option(p)
     p.set_defaults(func=run)
 
 
@@ -31,7 +34,31 @@ def human_size(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def describe(path_str: str) -> dict[str, Any]:
+def _groups(path: Any, merge: bool, rel: Any) -> list[dict[str, Any]]:
+    """The grouping `find_runs` uses (what a run is, and why): jobs of ranks, workers' spans, runs of their own."""
+    from trntui.errors import LoadError
+    from trntui.loaders.grouping import groups_of
+    from trntui.session import find_runs
+
+    try:
+        groups = groups_of(find_runs(path, merge=merge))
+    except LoadError:
+        return []
+    out = []
+    for g in groups:
+        out.append({
+            "kind": g.kind,
+            "name": g.name,
+            "reason": g.reason,
+            "ranks": g.ranks,
+            "runs": [{"name": r.name, "rank": r.rank, "span": r.span,
+                      "files": [{"path": rel(f), "size": f.stat().st_size if f.exists() else 0} for f in r.framework_traces]}
+                     for r in g.runs],
+        })
+    return out
+
+
+def describe(path_str: str, merge: bool = False) -> dict[str, Any]:
     from pathlib import Path
 
     from trntui.errors import LoadError
@@ -54,6 +81,8 @@ def describe(path_str: str) -> dict[str, Any]:
             return r if r != "." else "."
         except ValueError:
             return str(p)
+
+    doc["groups"] = _groups(path, merge, rel)
 
     from trntui.loaders.neuron_device import describe_device, device_profiles_of
 
@@ -127,7 +156,7 @@ def describe(path_str: str) -> dict[str, Any]:
         if manifest:
             doc["manifest"] = {k: manifest.get(k) for k in ("variant", "label", "synthetic", "note") if k in manifest}
         return doc
-    runs = find_runs(path)
+    runs = find_runs(path, merge=merge)
     for r in runs:
         doc["runs"].append(
             {
@@ -189,6 +218,10 @@ def render_text(doc: dict[str, Any]) -> str:
     if doc["kind"] == "neuron":
         n = len(doc["sessions"])
         out.append(f"{st(doc['path'])}: Neuron profile, {n} session{'s' if n != 1 else ''} (one per rank/process)")
+        for g in doc.get("groups") or []:
+            if g["kind"] in ("job", "merged"):
+                what = f"job {st(g['name'])}: {len(g['ranks'])} ranks" if g["kind"] == "job" else "merged"
+                out.append(f"  grouping: {what} — {st(g['reason'])}")
         m = doc.get("manifest")
         if m and m.get("synthetic"):
             out.append(f"  SYNTHETIC: {st(m.get('note') or 'generated sample, not a hardware capture')}")
@@ -249,18 +282,52 @@ def render_text(doc: dict[str, Any]) -> str:
     if doc["kind"] == "file":
         r = doc["runs"][0]
         return f"{st(doc['path'])}: trace file, {human_size(r['files'][0]['size'])}\n"
+    groups = doc.get("groups") or []
     n = len(doc["runs"])
-    out.append(f"{st(doc['path'])}: {n} run{'s' if n != 1 else ''} (framework traces only; no Neuron system trace)")
-    for r in doc["runs"]:
-        files = ", ".join(f"{st(f['path'])} ({human_size(f['size'])})" for f in r["files"])
-        out.append(f"  {st(r['name'])}{'  [synthetic]' if r.get('synthetic') else ''}: {files}")
+    out.append(f"{st(doc['path'])}: {_count_text(groups, n)} (framework traces only; no Neuron system trace)")
+    for g in groups:
+        out += _group_lines(g, st)
     return "\n".join(out) + "\n"
+
+
+def _count_text(groups: list[dict[str, Any]], runs: int) -> str:
+    jobs = [g for g in groups if g["kind"] == "job"]
+    workers = [g for g in groups if g["kind"] == "worker"]
+    singles = [g for g in groups if g["kind"] == "single"]
+    parts = []
+    if jobs:
+        parts.append(f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} ("
+                     + ", ".join(f"{len(g['ranks'])} ranks" for g in jobs) + ")")
+    if workers:
+        parts.append(f"{len(workers)} worker{'s' if len(workers) != 1 else ''} with spans")
+    if singles and (jobs or workers):
+        parts.append(f"{len(singles)} other run{'s' if len(singles) != 1 else ''}")
+    elif len(singles) > 1:
+        parts.append("one per trace file")
+    if any(g["kind"] == "merged" for g in groups):
+        parts.append("1 merged run")
+    return f"{runs} run{'s' if runs != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
+
+
+def _group_lines(g: dict[str, Any], st: Any) -> list[str]:
+    def files(r: dict[str, Any]) -> str:
+        return ", ".join(f"{st(f['path'])} ({human_size(f['size'])})" for f in r["files"])
+
+    if g["kind"] == "single":
+        r = g["runs"][0]
+        return [f"  {st(r['name'])}: {files(r)} — {st(g['reason'])}"]
+    what = {"job": f"job {st(g['name'])}: {len(g['ranks'])} ranks", "worker": f"worker {st(g['name'])}: {len(g['runs'])} spans",
+            "merged": f"merged run {st(g['name'])}"}.get(g["kind"], st(g["name"]))
+    out = [f"  {what} — {st(g['reason'])}"]
+    for r in g["runs"]:
+        out.append(f"    {st(r['name'])}: {files(r)}")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     import json
 
-    doc = describe(args.path)
+    doc = describe(args.path, merge=args.merge)
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:

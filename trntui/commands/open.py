@@ -24,15 +24,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="which run to open when the directory holds several (variant or rank directory name); "
         "without it the explorer asks",
     )
-    from trntui.cli import add_memory_budget_option, add_part_options
+    from trntui.cli import add_memory_budget_option, add_merge_option, add_part_options
 
     add_part_options(p, "; the ops table counts only them and the timeline opens fitted to them")
+    add_merge_option(p)
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 
 
 def launch(
-    path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None, options: Any = None
+    path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None, options: Any = None,
+    merge: bool = False,
 ) -> int:
     """Open the explorer on `path` and return when the user quits (also used by `trntui profile`); `options`:
     the `LoadOptions` of its loads (None: the defaults, trntui/settings.py)."""
@@ -47,7 +49,7 @@ def launch(
         from trntui.analysis.select import parse_steps
 
         parse_steps(steps)  # a malformed spec is a one-line error before the app starts
-    TrntuiApp(path, run, steps=steps, window=window, load_options=options).run()
+    TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge).run()
     return 0
 
 
@@ -55,4 +57,4 @@ def run(args: argparse.Namespace) -> int:
     from trntui.session import LoadOptions
 
     options = LoadOptions.from_env(memory_budget=args.memory_budget, convert_timeout=args.convert_timeout)
-    return launch(args.path, args.run, steps=args.steps, window=args.window, options=options)
+    return launch(args.path, args.run, steps=args.steps, window=args.window, options=options, merge=args.merge)

@@ -31,9 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also print, per hardware lane, busy and idle time and the largest gaps between executions",
     )
-    from trntui.cli import add_memory_budget_option, add_part_options
+    from trntui.cli import add_memory_budget_option, add_merge_option, add_part_options
 
     add_part_options(p)
+    add_merge_option(p)
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -59,13 +60,16 @@ def run(args: argparse.Namespace) -> int:
     limit = None if args.limit is not None and args.limit < 0 else args.limit
     options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False),
                                    convert_timeout=args.convert_timeout)
-    runs = find_runs(Path(args.path))
+    runs = find_runs(Path(args.path), merge=getattr(args, "merge", False))
     many = len(runs) > 1
     docs = []
     failures = 0
 
+    failed: list[str] = []
+
     def skip(exc: TrntuiError, prefix: str = "") -> None:
-        """One run of several failed: one line on stderr (after erasing the progress line), go on."""
+        """One run of several failed: remembered, and said on stderr at the end (one line per run, or one line for
+        all when none could be read)."""
         nonlocal failures
         if not many:
             raise exc
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
         finished()
         failures += 1
-        print(f"trntui: error: {safe_text(prefix)}{safe_text(exc)}", file=sys.stderr)
+        failed.append(f"{safe_text(prefix)}{safe_text(exc)}")
 
     for run in runs:
         try:
@@ -122,4 +126,10 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         sys.stdout.write(json.dumps({"runs": docs}, indent=1) + "\n")
-    return 2 if failures and failures == len(runs) else 0
+    if failures and failures == len(runs):
+        from trntui.textsafe import safe_text
+
+        raise TrntuiError(f"{safe_text(args.path)}: none of its {len(runs)} runs could be read: " + "; ".join(failed))
+    for line in failed:
+        print(f"trntui: error: {line}", file=sys.stderr)
+    return 0

@@ -33,6 +33,24 @@ class Run:
     inputs: list[Path] | None = None
     """Every file the load reads, as the format's `inputs(run)` gave them at discovery (the parsed-profile cache
     is keyed by them); None: unknown (e.g. a raw capture converted by an external tool), never cached."""
+    rank: int | None = None
+    """The run's rank when it is one rank of a distributed job (trntui/loaders/grouping.py)."""
+    span: int | None = None
+    """1-based span number when its worker (or rank) wrote several successive traces."""
+    group: Group | None = None
+    """What the run belongs to and why: a job of ranks, a worker's spans, or a run of its own."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """Why runs go together (shared by the runs of one job or worker; a run of its own has its own)."""
+
+    kind: str
+    """`job` (ranks of a distributed job), `worker` (successive spans of one worker), `single` (a run of its own),
+    `merged` (everything under a path, on request)."""
+    name: str
+    reason: str
+    world_size: int | None = None
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:

@@ -28,6 +28,8 @@ class ProfileBuilder:
         self._count = 0
         self._time_order: np.ndarray | None = None
         self._lazy_links: list[tuple[int, int, Callable[[list[Any]], tuple[np.ndarray, np.ndarray]]]] = []
+        self.lane_scope = ""
+        """Instance given to lanes that have none (files merged into one profile keep their lanes apart)."""
         self.memory_budget: int | None = None
         """Bytes the load may use (trntui/memory.py), for loaders that check before reading; None: no limit."""
 
@@ -60,6 +62,7 @@ class ProfileBuilder:
         sort_index: int = 0,
     ) -> int:
         """The id of the lane `(instance, pid, subsystem, ident)`, created on first use."""
+        instance = instance or self.lane_scope
         key = (instance, pid, subsystem, ident)
         k = self._lane_ids.get(key)
         if k is None:
@@ -145,6 +148,25 @@ class ProfileBuilder:
         self._count += n
         return first
 
+    def mark(self) -> tuple[int, int, int]:
+        """Where the batches added so far end (for `namespace_ids` after the next source)."""
+        return len(self._batches), len(self._flows), len(self._lazy_links)
+
+    def namespace_ids(self, since: tuple[int, int, int], source: int) -> None:
+        """Give the External ids, correlations and flow keys added since `since` (a `mark`) a namespace of their
+        own: files merged into one profile (`--merge`, ranks of a job) each number them from 1, and an op of one
+        file must not link to a kernel of another. `source` 0 keeps its ids."""
+        if source <= 0:
+            return
+        off = np.int64(source) << np.int64(44)
+        for b in self._batches[since[0]:]:
+            for c in ("ext", "corr"):
+                col = b[c].copy()
+                col[col != NO_ID] += off
+                b[c] = col
+        self._flows[since[1]:] = [(k + off, e, c, r) for k, e, c, r in self._flows[since[1]:]]
+        self._lazy_links[since[2]:] = [(a, k, _Shifted(parse, off)) for a, k, parse in self._lazy_links[since[2]:]]
+
     @property
     def nbytes(self) -> int:
         """Memory held by the batches added so far (columns and in-memory args)."""
@@ -227,3 +249,19 @@ def _inverse(order: np.ndarray) -> np.ndarray:
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return inverse
+
+
+class _Shifted:
+    """A lazy link parser whose External ids and correlations move into a source's namespace (`namespace_ids`)."""
+
+    def __init__(self, parse: Callable[[list[Any]], tuple[np.ndarray, np.ndarray]], offset: np.int64) -> None:
+        self.parse = parse
+        self.offset = offset
+
+    def __call__(self, args: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        out = []
+        for col in self.parse(args):
+            col = np.array(col, np.int64)
+            col[col != NO_ID] += self.offset
+            out.append(col)
+        return out[0], out[1]

@@ -86,10 +86,12 @@ class TrntuiApp(App[None]):
 
     def __init__(
         self, path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None,
-        load_options: Any = None,
+        load_options: Any = None, merge: bool = False,
     ) -> None:
         super().__init__()
         self.path = Path(path)
+        self.merge = merge
+        """`--merge`: every trace file under the path is one run."""
         self.requested_run = run
         self.steps_spec = steps
         """`--steps 3-5`: the ops table counts only these ProfilerStep#N windows; the timeline opens on them."""
@@ -103,6 +105,8 @@ class TrntuiApp(App[None]):
         self.table: OpTable | None = None
         self.load_seconds = 0.0
         self.load_error = ""
+        self.ranks_report: tuple[str, object] | None = None
+        """(job name, RanksReport) of the last Ranks screen, so reopening it does not summarise again."""
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -142,14 +146,19 @@ class TrntuiApp(App[None]):
         self.query_one("#info", InfoBar).update(Text(safe_text(text)))
 
     # -- loading ---------------------------------------------------------------------------------
-    def start_load(self, run_name: str | None) -> None:
-        """Load `run_name` (or the only run) under `path` in a thread worker."""
+    def start_load(self, run_name: str | None, run: "Run | None" = None) -> None:
+        """Load `run_name` (or the only run) under `path` in a thread worker; `run`: that run itself (a rank
+        opened from the Ranks screen), found without looking at the path again."""
         for pane in (self.ops, self.timeline, self.chain):
             pane.loading = True
-        self.load(self.path, run_name)
+        self.load(self.path, run_name, run)
+
+    def open_run(self, run: "Run") -> None:
+        """Show `run` in the explorer (Enter on the Ranks screen)."""
+        self.start_load(run.name, run)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def load(self, path: Path, run_name: str | None) -> None:
+    def load(self, path: Path, run_name: str | None, given: "Run | None" = None) -> None:
         """Find, read and analyse one run; posts messages only (never touches widgets)."""
         from trntui.errors import TrntuiError
         from trntui.progress import Cancelled, reporting
@@ -173,12 +182,14 @@ class TrntuiApp(App[None]):
             from trntui.session import find_runs, load_run
 
             self.post_message(LoadProgress("finding runs", 1, LOAD_STAGES))
-            runs = find_runs(path)
+            runs = self.runs if given is not None and self.runs else find_runs(path, merge=self.merge)
             if run_name is None and len(runs) > 1:
                 self.post_message(RunsFound(runs))
                 return
             run = runs[0]
-            if run_name is not None:
+            if given is not None:
+                run = given
+            elif run_name is not None:
                 matches = [r for r in runs if r.name == run_name] or [
                     r for r in runs if r.name.startswith((f"{run_name}:", f"{run_name}/", f"{run_name} "))
                 ]
@@ -509,6 +520,22 @@ class TrntuiApp(App[None]):
                 roots.append(p)
         return roots
 
+    def action_ranks(self) -> None:
+        """The Ranks screen of the job under the path (trntui/tui/screens/ranks.py)."""
+        from trntui.errors import TrntuiError
+        from trntui.loaders.grouping import groups_of, pick_job
+        from trntui.tui.screens.ranks import RanksScreen
+
+        try:
+            job = pick_job(groups_of(self.runs), self.path)
+        except TrntuiError as exc:
+            self.notify(safe_text(exc), severity="warning", markup=False)
+            return
+        spans = sorted({r.span for r in job.runs if r.span is not None})
+        runs = [r for r in job.runs if r.span == spans[0]] if spans else job.runs
+        report = self.ranks_report[1] if self.ranks_report and self.ranks_report[0] == job.name else None
+        self.push_screen(RanksScreen(job.name, runs, reason=job.reason, report=report, load_options=self.load_options))
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "device":
             from trntui.tui.screens.device import DeviceScreen, RooflineScreen
@@ -516,6 +543,8 @@ class TrntuiApp(App[None]):
             if isinstance(self.screen, (DeviceScreen, RooflineScreen)):
                 return False
             return self.profile is not None and self.profile.meta.device_kind == "neuron"
+        if action == "ranks":
+            return len(self.runs) > 1
         if action == "compare":
             return len(self.runs) > 1
         if action == "pick_run":

@@ -1,10 +1,11 @@
-"""Which files are chrome traces, and the runs a file or directory of them holds (one per directory)."""
+"""Which files are chrome traces, and the runs a file or directory of them holds: one per file, unless files
+belong together (a job's ranks, a worker's spans: trntui/loaders/grouping.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from trntui.loaders.discover import MANIFEST, Run, capture_order, nearest_manifest
+from trntui.loaders.discover import MANIFEST, Group, Run
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -30,25 +31,19 @@ def is_chrome_trace(path: Path) -> bool:
 
 
 def find_kineto_runs(path: Path) -> list[Run]:
-    """A file: one run of it. A directory: one run per directory holding chrome traces (runs whose manifest
-    says the capture did not complete are left out), in capture order; [] when there is none."""
+    """A file: one run of it. A directory: its chrome traces as runs, grouped (trntui/loaders/grouping.py): a
+    job's ranks and a worker's spans first, then runs of their own in capture order (runs whose manifest says
+    the capture did not complete are left out); [] when there is none."""
     if path.is_file():
-        return [Run(name=path.name, root=path.parent, framework_traces=[path])]
+        return [Run(name=path.name, root=path.parent, framework_traces=[path], group=Group("single", path.name, "a trace file"))]
     if not path.is_dir():
         return []
-    runs: list[Run] = []
-    for directory in sorted({p.parent for p in _walk_traces(path)}):
-        traces = sorted(p for p in directory.iterdir() if p.is_file() and is_chrome_trace(p))
-        if not traces:
-            continue
-        rel = directory.relative_to(path)
-        name = str(rel) if str(rel) != "." else path.name
-        manifest = nearest_manifest(directory, path)
-        if manifest.get("complete") is False:
-            continue
-        runs.append(Run(name=name, root=directory, framework_traces=traces, manifest=manifest))
-    runs.sort(key=capture_order)
-    return runs
+    traces = _walk_traces(path)
+    if not traces:
+        return []
+    from trntui.loaders.grouping import kineto_runs
+
+    return kineto_runs(traces, path)
 
 
 def _walk_traces(path: Path, max_depth: int = 6) -> list[Path]:

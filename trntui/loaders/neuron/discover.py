@@ -613,17 +613,43 @@ def find_neuron_runs(path: Path) -> list[Run]:
     runs = []
     for s in layout.sessions:
         run = run_for(s, path)
+        run.rank = s.rank
         if run.manifest.get("complete") is False:
             continue
         runs.append(run)
+    _group_sessions(runs, layout, path)
+    runs = sorted(runs, key=capture_order)  # the order the capture ran them (manifest), then by name
     # unrelated chrome traces keep working (e.g. sample_profiles/ with CUDA and Neuron samples side by side)
-    by_dir: dict[Path, list[Path]] = {}
-    for p in layout.other_traces:
-        by_dir.setdefault(p.parent, []).append(p)
-    for d, traces in sorted(by_dir.items()):
-        manifest = read_manifest(d)
-        if manifest.get("complete") is False:
-            continue
-        rel = d.relative_to(path)
-        runs.append(Run(name=str(rel) if str(rel) != "." else path.name, root=d, framework_traces=sorted(traces), manifest=manifest))
-    return sorted(runs, key=capture_order)  # the order the capture ran them (manifest), then by name
+    if layout.other_traces:
+        from trntui.loaders.grouping import kineto_runs
+
+        runs += kineto_runs(sorted(layout.other_traces), path)
+    return runs
+
+
+def _group_sessions(runs: list[Run], layout: Layout, root: Path) -> None:
+    """Sessions of one capture root with distinct ranks are the ranks of one job; any other is a run of its own."""
+    from trntui.loaders.discover import Group
+
+    by_root: dict[Path, list[tuple[Session, Run]]] = {}
+    sessions = {str(s.dir): s for s in layout.sessions}
+    for r in runs:
+        s = sessions[str(r.root)]
+        by_root.setdefault((s.pid_dir or s.dir).parent, []).append((s, r))
+    for capture_root, members in by_root.items():
+        ranks = [r.rank for _, r in members]
+        if len(members) >= 2 and None not in ranks and len(set(ranks)) == len(ranks):
+            try:
+                rel = str(capture_root.relative_to(root))
+            except ValueError:
+                rel = str(capture_root)
+            name = rel if rel != "." else (root.name or str(root))
+            sources = sorted({s.rank_source for s, _ in members if s.rank_source})
+            group = Group("job", name, "Neuron capture: one <instance>_pid_<pid> session directory per process; ranks "
+                          "from " + "; ".join(sources[:3]))
+            for _, r in members:
+                r.group = group
+        else:
+            for s, r in members:
+                r.rank = None
+                r.group = Group("single", r.name, "one Neuron capture session")
