@@ -81,6 +81,7 @@ class TrntuiApp(App[None]):
         Binding("c", "compare", "Compare runs", id="compare"),
         Binding("o", "overview", "Overview", id="overview"),
         Binding("D", "device", "Device view", id="device"),
+        Binding("R", "ranks", "Ranks", id="ranks"),
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 

@@ -123,3 +123,11 @@ def compare_key_reference(app_class: type | None = None) -> list[tuple[str, list
     if app_class is not None:
         section_list.append(("Everywhere", app_class))
     return key_reference(section_list, shadowing=CompareScreen)
+
+
+def ranks_key_reference() -> list[tuple[str, list[tuple[str, str]]]]:
+    """The Ranks screen's keys (`RanksScreen` and its heatmap, trntui/tui/screens/ranks.py)."""
+    from trntui.tui.screens.ranks import RanksScreen
+    from trntui.tui.widgets.rank_heatmap import RankHeatmap
+
+    return key_reference([("Ranks screen", RanksScreen), ("Ranks heatmap", RankHeatmap)])

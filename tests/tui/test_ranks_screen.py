@@ -1,0 +1,87 @@
+"""The Ranks screen (R): a generated 4-rank job (a real corpus rank replicated, rank 1 slowed) as a ranks × steps
+heatmap, the straggler marked, Enter opens a rank in the explorer, space + c compares two ranks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.rank_job import make_job
+from tests.tui.test_compare_view import wait_for
+from trntui.tui.app import TrntuiApp
+from trntui.tui.compare import CompareScreen
+from trntui.tui.screens.ranks import RanksScreen
+from trntui.tui.screens.runs import RunPicker
+
+SIZE = (160, 40)
+
+
+@pytest.fixture(scope="module")
+def job4(corpus_dir: Path, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("job4")
+    make_job(corpus_dir, out, ranks=4, slow_rank=1, slow=1.3)
+    return out
+
+
+async def open_ranks(app: TrntuiApp, pilot) -> RanksScreen:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    assert isinstance(app.screen, RunPicker)  # four runs: the explorer asks which one
+    await pilot.press("escape")
+    await pilot.press("R")
+    assert await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
+    screen = app.screen
+    assert await wait_for(pilot, lambda: screen.report is not None, tries=1500)
+    await pilot.pause()
+    return screen
+
+
+async def test_heatmap_straggler_and_open_a_rank(job4: Path) -> None:
+    app = TrntuiApp(job4)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_ranks(app, pilot)
+        title = str(screen.query_one("#ranks-title").render())
+        assert f"Ranks · {job4.name} · 4 ranks · 2 steps · stragglers: 1 · median rank" in title
+        hm = screen.heatmap
+        assert hm.line_text(0).startswith("rank").__bool__() and "mean ms │" in hm.line_text(0)
+        lines = [hm.line_text(y) for y in range(1, 5)]
+        assert [ln.split()[0] for ln in lines] == ["0", "1", "2", "3"]
+        assert lines[1].split()[1] == "*" and all("*" not in ln for k, ln in enumerate(lines) if k != 1)
+        cells = lines[0].split("│")[1]
+        assert set(cells.strip()) <= set("░▒▓█ ") and len(cells.strip()) >= 2
+        assert "shade: ░ " in str(screen.query_one("#ranks-rule").render())
+        await pilot.press("down")
+        detail = screen.detail_text()
+        assert detail.startswith("rank 1 (rank1) · STRAGGLER: working time")
+        assert "step 551:" in detail and "top ops (self device): torch::autograd::CppNode" in detail
+        await pilot.press("right")
+        assert "step 552:" in screen.detail_text()
+        report = screen.report
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: app.run_name == "rank1", tries=1500)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not isinstance(app.screen, RanksScreen)
+        assert "run rank1" in str(app.query_one("#info").render())
+        await pilot.press("R")  # back to the same report, not summarised again
+        assert await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
+        assert app.screen.report is report
+
+
+async def test_compare_two_marked_ranks(job4: Path) -> None:
+    app = TrntuiApp(job4)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_ranks(app, pilot)
+        await pilot.press("space", "down", "down", "space")
+        assert [screen.report.rows[i].label for i in screen.heatmap.marked] == ["0", "2"]
+        assert screen.compare_pair() == (0, 2)
+        await pilot.press("c")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), tries=1500)
+        cmp = app.screen
+        assert [r.name for r in cmp.runs] == ["rank0", "rank2"]
+        assert "rank0 vs rank2" in str(cmp.query_one("#compare-title").render())
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
+        await pilot.press("s")  # sort by step time: the slowest rank first
+        assert screen.heatmap.line_text(1).split()[0] == "1"

@@ -1,0 +1,271 @@
+"""Where independent per-item work runs: in this process, in a local process pool, or on a Dask cluster.
+
+`map_tasks(fn, items, options)` calls `fn(item)` for every item and returns the results in the items' order.
+The items are independent (one rank of a distributed job each) and `fn` returns something small (a summary),
+so the work scales out without sharing memory:
+
+- `local` (default): a process pool of `jobs` workers (`concurrent.futures`, forkserver start: no fork of a
+  process that may run threads); `jobs=1` runs in this process, one item after the other.
+- `dask`: the same `fn` on a Dask distributed cluster: the scheduler at `scheduler` (`tcp://host:8786`; its
+  workers must import trntui and see the same files), else a `LocalCluster` of `jobs` single-threaded worker
+  processes started here and closed afterwards. Nothing here schedules, retries or moves data by itself:
+  that is Dask's job.
+
+Memory: at most `jobs` items are being worked on at once (local: one per worker process; Dask: at most `jobs`
+tasks are submitted at a time), so at most `jobs` items' data is in memory. `memory_limit` (bytes) is handed
+to a `LocalCluster`'s workers (Dask pauses and restarts a worker that goes over it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+from trntui.errors import TrntuiError
+from trntui.progress import Cancelled
+
+ENGINES = ("local", "dask")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+Progress = Callable[[int, int], None]
+"""Called with (items done, items in all) after each result."""
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How to run per-item work (the `--engine`, `--jobs` and `--scheduler` options)."""
+
+    engine: str = "local"
+    jobs: int | None = None
+    """Workers (local) or tasks in flight (dask); None: the CPUs here (local, LocalCluster) or the threads of
+    the cluster's workers (an existing scheduler)."""
+    scheduler: str | None = None
+    """Address of an existing Dask scheduler (`tcp://host:8786`); None starts a LocalCluster."""
+    memory_limit: int | None = None
+    """Bytes per LocalCluster worker (Dask's `memory_limit`); None: Dask's default share of the machine."""
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise TrntuiError(f"unknown engine {self.engine!r}: use one of {', '.join(ENGINES)}")
+        if self.jobs is not None and self.jobs < 1:
+            raise TrntuiError(f"--jobs must be at least 1 (got {self.jobs})")
+        if self.scheduler and self.engine != "dask":
+            raise TrntuiError("--scheduler needs --engine dask")
+
+    def local_workers(self, items: int) -> int:
+        """Worker processes for `items` items on this machine."""
+        return max(1, min(self.jobs or cpu_count(), max(items, 1)))
+
+    def describe(self, workers: int | None = None) -> str:
+        """One line for reports: `local, 2 worker processes`, `dask LocalCluster, 2 workers`, `dask at tcp://…`."""
+        if self.engine == "local":
+            n = workers if workers is not None else (self.jobs or cpu_count())
+            return "local, in this process" if n == 1 else f"local, {n} worker processes"
+        if self.scheduler:
+            return f"dask scheduler {self.scheduler}" + (f", {workers} tasks at a time" if workers else "")
+        n = workers if workers is not None else (self.jobs or cpu_count())
+        return f"dask LocalCluster, {n} worker{'s' if n != 1 else ''}"
+
+
+def cpu_count() -> int:
+    """CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def map_tasks(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    options: EngineOptions,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    preload: Sequence[str] = (),
+) -> list[R]:
+    """`[fn(item) for item in items]` on the engine `options` names; results in the items' order.
+
+    `fn` must be a module-level function and the items picklable (they travel to other processes).
+    `preload`: modules the local pool's workers import once at start (the forkserver), instead of per task.
+    `cancelled()` is polled between results: when it says yes, no new item starts and `progress.Cancelled` is
+    raised.
+    An exception raised by `fn` propagates (catch expected failures inside `fn` and return them as data).
+    """
+    items = list(items)
+    results: list[Any] = [None] * len(items)
+    total = len(items)
+    if total == 0:
+        return []
+    done = 0
+    for k, result in _run(fn, items, options, cancelled, preload):
+        results[k] = result
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    return results
+
+
+def _run(fn: Callable, items: list, options: EngineOptions, cancelled: Callable[[], bool] | None,
+         preload: Sequence[str]) -> Iterator[tuple[int, Any]]:
+    if options.engine == "dask":
+        yield from _run_dask(fn, items, options, cancelled)
+        return
+    workers = options.local_workers(len(items))
+    if workers == 1:
+        for k, item in enumerate(items):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            yield k, fn(item)
+        return
+    yield from _run_pool(fn, items, workers, cancelled, preload)
+
+
+@contextlib.contextmanager
+def _stderr_with_a_file() -> Iterator[None]:
+    """multiprocessing hands `sys.stderr.fileno()` to the helper processes it starts (resource tracker); inside
+    the app, sys.stderr is Textual's capture, which has no file ("bad value(s) in fds_to_keep"). Point it at the
+    real stderr (or /dev/null) while they start."""
+    try:
+        usable = sys.stderr is not None and sys.stderr.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        usable = False
+    if usable:
+        yield
+        return
+    saved = sys.stderr
+    spare = None
+    try:
+        real = sys.__stderr__
+        if real is None or real.fileno() < 0:
+            raise ValueError
+    except (AttributeError, OSError, ValueError):
+        real = spare = open(os.devnull, "w")  # noqa: SIM115
+    sys.stderr = real
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+        if spare is not None:
+            spare.close()
+
+
+def _start_helpers(ctx: Any) -> None:
+    """Start multiprocessing's resource tracker (and the forkserver) now, with a stderr that has a file."""
+    from multiprocessing import resource_tracker
+
+    with _stderr_with_a_file():
+        resource_tracker.ensure_running()
+        if ctx is not None and ctx.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+
+
+def _pool_context(preload: Sequence[str]) -> Any:
+    """forkserver where there is one (a forked copy of a process running threads, like the app's, can hang);
+    spawn elsewhere."""
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        if preload:
+            ctx.set_forkserver_preload(list(preload))
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def _run_pool(fn: Callable, items: list, workers: int, cancelled: Callable[[], bool] | None,
+              preload: Sequence[str]) -> Iterator[tuple[int, Any]]:
+    ctx = _pool_context(preload)
+    _start_helpers(ctx)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pending: dict[Future, int] = {}
+    nxt = 0
+    try:
+        while nxt < len(items) or pending:
+            # keep exactly `workers` items submitted: the rest wait here, not in the pool's queue
+            while nxt < len(items) and len(pending) < workers:
+                if cancelled is not None and cancelled():
+                    raise Cancelled()
+                pending[pool.submit(fn, items[nxt])] = nxt
+                nxt += 1
+            finished, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            for fut in finished:
+                k = pending.pop(fut)
+                try:
+                    yield k, fut.result()
+                except BrokenProcessPool:
+                    raise TrntuiError(
+                        f"a worker process died while working on item {k + 1} of {len(items)} (out of memory? "
+                        "lower --jobs or --memory-budget)"
+                    ) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_dask(fn: Callable, items: list, options: EngineOptions,
+              cancelled: Callable[[], bool] | None) -> Iterator[tuple[int, Any]]:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise TrntuiError("--engine dask needs Dask distributed: pip install 'trntui[dask]'") from None
+    cluster = None
+    client = None
+    try:
+        if options.scheduler:
+            try:
+                client = Client(options.scheduler, timeout="5s")
+            except (OSError, TimeoutError) as exc:
+                raise TrntuiError(f"cannot reach the Dask scheduler at {options.scheduler}: {exc}") from None
+            in_flight = options.jobs or max(1, sum(client.nthreads().values()))
+        else:
+            workers = options.local_workers(len(items))
+            _start_helpers(None)
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit=options.memory_limit if options.memory_limit else "auto",
+                dashboard_address=None,
+                host="127.0.0.1",
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster)
+            in_flight = workers
+        futures: dict[Any, int] = {}
+        nxt = 0
+
+        def submit() -> Any:
+            nonlocal nxt
+            fut = client.submit(fn, items[nxt], pure=False, key=f"trntui-item-{nxt}-{os.getpid()}-{id(items)}")
+            futures[fut] = nxt
+            nxt += 1
+            return fut
+
+        first = [submit() for _ in range(min(in_flight, len(items)))]
+        queue = as_completed(first)
+        for fut in queue:
+            k = futures.pop(fut)
+            result = fut.result()
+            fut.release()
+            yield k, result
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            if nxt < len(items):
+                queue.add(submit())
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()

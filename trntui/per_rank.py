@@ -1,0 +1,258 @@
+"""Per-rank work for a distributed job: each rank loaded, summarised and cached by itself, on an engine.
+
+`summarize_ranks(runs, engine=...)` maps `summarize_task` over the job's ranks with `trntui.engine.map_tasks`
+(this process, a local process pool of `--jobs` workers, or Dask) and compares the summaries
+(`trntui.analysis.ranks.compare_ranks`). A worker loads one rank, summarises it and drops it before taking the
+next, so at most `jobs` ranks' events are in memory at once, and only the small `RankSummary` (a few kB) comes
+back. Each worker gets its own memory budget (`--memory-budget` applies per worker; by default this machine's
+budget divided among the local workers, or, on a Dask cluster, each worker's own budget divided among its
+threads).
+
+Summaries are cached as small JSON files (`<cache dir>/rank-summaries/`), keyed by the rank's files (path, size,
+mtime) and the options, so a second look at a 1,000-rank job reads 1,000 small files instead of 1,000 traces.
+The parsed-profile cache is read when it already holds a rank but never written from here (its few entries would
+only churn). Settings arrive in the task (`LoadOptions` of the command): a worker reads no environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from trntui.analysis.ranks import DEFAULT_FLOOR, DEFAULT_K, TOP_OPS, RankFailure, RankSummary, RanksReport, compare_ranks
+from trntui.engine import EngineOptions, map_tasks
+from trntui.errors import TrntuiError
+
+SUMMARY_FORMAT = 2
+"""Bumped whenever `RankSummary` or how it is computed changes (old cached summaries become misses)."""
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """What one worker needs for one rank (pickled to the worker: plain data only)."""
+
+    run: Any
+    """The rank's `Run` (its files)."""
+    rank: int | None
+    steps: str | None = None
+    memory_budget: int | None = None
+    """Bytes for this rank's load; None: this worker's own (80% of its machine's available memory / `share`)."""
+    share: int = 1
+    """Loads running at once on this worker's machine (divides its own budget)."""
+    cache_dir: Path | None = None
+    """The cache directory (rank summaries; parsed profiles are read from it); None: no cache."""
+    cache_min_bytes: int = 8 << 20
+    top: int = TOP_OPS
+    load: Any = None
+    """The command's `LoadOptions` without its callbacks (other settings, e.g. the Neuron conversion timeout)."""
+
+
+def run_files(run: Any) -> list[Path]:
+    """Every file a run is read from (the summary cache's key)."""
+    files = getattr(run, "inputs", None) or []
+    return [Path(f) for f in (list(files) or list(getattr(run, "framework_traces", []) or []))]
+
+
+def _summary_key(task: RankTask) -> Path | None:
+    from trntui import __version__
+
+    if task.cache_dir is None or getattr(task.run, "inputs", None) is None:
+        return None
+    files = run_files(task.run)
+    if not files:
+        return None
+    try:
+        stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    except OSError:
+        return None
+    key = json.dumps({"files": stamp, "steps": task.steps, "top": task.top, "rank": task.rank, "name": task.run.name,
+                      "version": __version__, "format": SUMMARY_FORMAT}, sort_keys=True)
+    h = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return Path(task.cache_dir) / "rank-summaries" / f"{h}.json"
+
+
+def _read_cached(path: Path | None) -> RankSummary | None:
+    if path is None:
+        return None
+    try:
+        return RankSummary.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_cached(path: Path | None, summary: RankSummary) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(summary.to_dict()), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache dir only costs speed
+
+
+def _worker_budget(task: RankTask) -> int | None:
+    if task.memory_budget is not None:
+        return task.memory_budget
+    from trntui.memory import auto_budget
+
+    share = task.share
+    try:  # on a Dask worker: its threads share the machine
+        from distributed import get_worker
+
+        share = max(share, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):
+        pass
+    budget = auto_budget()
+    return None if budget is None else max(budget // max(share, 1), 1)
+
+
+def summarize_task(task: RankTask) -> RankSummary | RankFailure:
+    """Load one rank, summarise it, drop it (runs on a worker). Expected failures come back as `RankFailure`."""
+    from trntui.analysis.ranks import summarize_rank
+    from trntui.progress import reporting
+
+    import time
+
+    began = time.perf_counter()
+    key = _summary_key(task)
+    cached = _read_cached(key)
+    if cached is not None:
+        cached.ran_on = {"worker": "cache", "peak_rss_bytes": None, "seconds": round(time.perf_counter() - began, 3)}
+        return cached
+    try:
+        with reporting(None):  # a worker never draws progress on the terminal
+            profile = _load(task)
+        rank = task.rank
+        if rank is None:
+            rank = _distributed_rank(profile)
+        summary = summarize_rank(profile, name=task.run.name, rank=rank, files=[str(f) for f in run_files(task.run)],
+                                 steps=task.steps, top=task.top)
+    except TrntuiError as exc:
+        return RankFailure(task.run.name, task.rank, str(exc))
+    _write_cached(key, summary)
+    summary.ran_on = {"worker": _worker_name(), "peak_rss_bytes": _peak_rss(),
+                      "seconds": round(time.perf_counter() - began, 3)}
+    return summary
+
+
+def _worker_name() -> str:
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _peak_rss() -> int | None:
+    """This process's peak resident memory so far (bytes), where the platform says."""
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _load(task: RankTask) -> Any:
+    from trntui.formats import read_run
+    from trntui.loaders.protocol import LoadOptions
+    from trntui.session import cached
+
+    import dataclasses
+
+    base = task.load if task.load is not None else LoadOptions()
+    if task.cache_dir is not None:  # a rank someone already opened; never written from here (module docstring)
+        hit = cached(task.run, dataclasses.replace(base, cache=True, cache_dir=task.cache_dir,
+                                                   cache_min_bytes=task.cache_min_bytes))
+        if hit is not None:
+            return hit
+    return read_run(task.run, dataclasses.replace(base, memory_budget=_worker_budget(task), cache=False,
+                                                  cache_dir=task.cache_dir))
+
+
+def _distributed_rank(profile: Any) -> int | None:
+    info = profile.meta.trace_meta.get("distributedInfo")
+    if isinstance(info, dict):
+        r = info.get("rank")
+        if isinstance(r, int) and not isinstance(r, bool):
+            return r
+        if isinstance(r, str) and r.strip().isdigit():
+            return int(r)
+    return None
+
+
+def worker_budget(options: Any, engine: EngineOptions, ranks: int) -> tuple[int | None, int]:
+    """(memory budget per worker in bytes or None for "each worker decides", workers sharing this machine).
+
+    A set budget (`--memory-budget` / `TRNTUI_MEMORY_BUDGET`, in `options`) applies per worker as given. On "auto",
+    local workers (a pool, a LocalCluster) split this machine's budget; workers of a remote cluster each use
+    their own machine's (None here).
+    """
+    from trntui.memory import auto_budget
+
+    local = engine.engine == "local" or not engine.scheduler
+    workers = engine.local_workers(ranks) if local else 1
+    option = getattr(options, "memory_budget", "auto")
+    if option != "auto":
+        return (option if isinstance(option, int) else None), workers
+    if not local:
+        return None, workers
+    budget = auto_budget()
+    return (None if budget is None else max(budget // workers, 1)), workers
+
+
+def summarize_ranks(
+    runs: Sequence[Any],
+    *,
+    engine: EngineOptions = EngineOptions(),
+    ranks: Sequence[int | None] | None = None,
+    steps: str | None = None,
+    options: Any = None,
+    top: int = TOP_OPS,
+    k: float = DEFAULT_K,
+    floor: float = DEFAULT_FLOOR,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> RanksReport:
+    """Summarise every rank of a job on `engine` and compare them (`RanksReport`). `options`: the command's
+    `LoadOptions` (memory budget per worker, cache directory; None: the defaults, trntui/settings.py)."""
+    from trntui.loaders.protocol import LoadOptions
+
+    if options is None:
+        options = LoadOptions.from_env()
+    runs = list(runs)
+    if not runs:
+        raise TrntuiError("no ranks to compare")
+    rank_ids = list(ranks) if ranks is not None else [getattr(r, "rank", None) for r in runs]
+    if len({r for r in rank_ids if r is not None}) != len([r for r in rank_ids if r is not None]):
+        rank_ids = [None] * len(runs)  # duplicate ids: the ranks' own distributedInfo decides, else their names
+    budget, share = worker_budget(options, engine, len(runs))
+    if engine.engine == "dask" and not engine.scheduler and budget is not None:
+        import dataclasses
+
+        # Dask pauses a worker at 80% of its limit: room for the load's budget plus the interpreter
+        engine = dataclasses.replace(engine, memory_limit=engine.memory_limit or int(budget / 0.8))
+    import dataclasses
+
+    cache_dir = options.cache_dir if options.cache else None
+    plain = dataclasses.replace(options, progress=None, cancelled=None)  # callbacks stay here: tasks are pickled
+    tasks = [RankTask(run=r, rank=rid, steps=steps, memory_budget=budget, share=share, cache_dir=cache_dir,
+                      cache_min_bytes=options.cache_min_bytes, top=top, load=plain)
+             for r, rid in zip(runs, rank_ids)]
+    results = map_tasks(summarize_task, tasks, engine, progress=progress, cancelled=cancelled,
+                        preload=("trntui.per_rank", "trntui.session", "trntui.analysis.ranks"))
+    summaries = [x for x in results if isinstance(x, RankSummary)]
+    failures = [x for x in results if isinstance(x, RankFailure)]
+    if not summaries:
+        raise TrntuiError(f"no rank could be read ({failures[0].name}: {failures[0].error})" if failures else "no ranks")
+    labels = [s.rank for s in summaries]
+    if None in labels or len(set(labels)) != len(labels):
+        for s in summaries:  # ranks without (distinct) ids are shown by name
+            s.rank = None
+    return compare_ranks(summaries, failures, k=k, floor=floor)
