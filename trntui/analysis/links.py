@@ -114,14 +114,31 @@ def _lookup(sorted_keys: np.ndarray, values: np.ndarray, queries: np.ndarray) ->
     return np.where(hit, values[pos], NO_ID)
 
 
+def _lane_thread_keys(profile: Profile) -> np.ndarray:
+    """Per lane: an int64 key of its (pid, tid) thread, `(pid << 32) ^ tid`; when the lanes have several instances
+    (files merged into one profile: each file's lanes have the file as instance), dense ids in (instance, that
+    key) order instead, so the files' threads stay apart."""
+    raw = np.array([(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0], dtype=np.int64)
+    instances = sorted({l.instance for l in profile.lanes})
+    if len(instances) <= 1:
+        return raw
+    rank = {x: k for k, x in enumerate(instances)}
+    inst = np.array([rank[l.instance] for l in profile.lanes], np.int64)
+    order = np.lexsort((raw, inst))
+    pairs = np.stack([inst[order], raw[order]], axis=1)
+    new = np.ones(len(order), bool)
+    new[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)
+    dense = np.empty(len(order), np.int64)
+    dense[order] = np.cumsum(new) - 1
+    return dense
+
+
 def thread_keys(profile: Profile) -> np.ndarray:
-    """Per event: an int64 key of its (instance, pid, tid) host thread / stream (files merged into one profile
-    keep their threads apart: their lanes have the file as instance)."""
+    """Per event: an int64 key of its (pid, tid) host thread / stream (and its instance when the profile merges
+    several files: `_lane_thread_keys`)."""
     cached = profile.cache.get("thread_keys")
     if cached is None:
-        ids: dict[tuple[str, int, int], int] = {}
-        lane_key = np.array([ids.setdefault((l.instance, l.pid, l.tid), len(ids)) for l in profile.lanes] or [0],
-                            dtype=np.int64)
+        lane_key = _lane_thread_keys(profile)
         cached = lane_key[profile.lane] if len(profile) else np.empty(0, np.int64)
         profile.cache["thread_keys"] = cached
     return cached
@@ -132,8 +149,7 @@ def thread_codes(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
     `thread_keys`, and a stable argsort of the codes is a radix sort."""
     cached = profile.cache.get("thread_codes")
     if cached is None:
-        lane_key = np.array([(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0], dtype=np.int64)
-        keys, lane_code = small_codes(lane_key)
+        keys, lane_code = small_codes(_lane_thread_keys(profile))
         cached = (keys, lane_code[profile.lane] if len(profile) else lane_code[:0])
         profile.cache["thread_codes"] = cached
     return cached
