@@ -83,6 +83,8 @@ def _headline(report: RanksReport, context: dict[str, Any]) -> list[str]:
     if context.get("seconds") is not None:
         bits.append(f"{context['seconds']:.1f} s")
     out = [" · ".join(bits)]
+    if context.get("why"):
+        out.append(f"grouping: {safe_text(context['why'])}")
     med = report.medians.get("step", math.nan)
     if report.median_rank:
         out.append(f"median rank {safe_text(report.median_rank)} · median step {ms(med)} ms · times in ms, means per step")
@@ -225,6 +227,7 @@ def json_document(report: RanksReport, context: dict[str, Any] | None = None) ->
     context = context or {}
     return {
         "job": safe_text(context.get("job") or ""),
+        "grouping": safe_text(context.get("why") or ""),
         "engine": context.get("engine"),
         "steps": [safe_text(x) for x in report.step_labels],
         "median_rank": report.median_rank,

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 SHADES = "░▒▓█"
 CELL = 3
-"""Characters per step cell."""
+"""Characters per step cell at least (wider when the step labels are longer, up to `MAX_CELL`)."""
+MAX_CELL = 6
 LOW = Color.from_rgb(46, 125, 50)
 HIGH = Color.from_rgb(198, 40, 40)
 
@@ -175,8 +176,15 @@ class RankHeatmap(ScrollView, can_focus=True):
             return 6
         return max(6, *(len(safe_text(r.label)) + 2 for r in self.report.rows))
 
+    @property
+    def cell(self) -> int:
+        """Characters per step cell: room for the step labels (`551` → 4)."""
+        labels = self.report.step_labels if self.report else []
+        longest = max((len(safe_text(x)) for x in labels), default=2)
+        return max(CELL, min(longest + 1, MAX_CELL))
+
     def _columns_fit(self, width: int) -> int:
-        return max((width - self._label_width() - 12) // CELL, 1)
+        return max((width - self._label_width() - 12) // self.cell, 1)
 
     def _visible(self) -> None:
         rows_visible = max(self.size.height - 1, 1)
@@ -211,13 +219,12 @@ class RankHeatmap(ScrollView, can_focus=True):
             return Strip([Segment("summarising the ranks…" if y == 0 else "", base)]).crop_extend(0, width, base)
         lw = self._label_width()
         fit = self._columns_fit(width)
+        cell = self.cell
         labels = rep.step_labels[self.first_col : self.first_col + fit]
         if y == 0:
             head = "rank".ljust(lw) + "mean ms".rjust(10) + " │"
-            for j, lab in enumerate(labels):
-                k = self.first_col + j
-                text = safe_text(lab)[-(CELL - 1):] if (k % 5 == 0 or k == self.col) else ""
-                head += text.rjust(CELL)
+            for lab in labels:
+                head += safe_text(lab)[-(cell - 1):].rjust(cell)
             return Strip([Segment(head, self._style("header"))]).crop_extend(0, width, base)
         pos = int(self.scroll_offset.y) + y - 1
         if pos >= len(self.order):
@@ -235,7 +242,7 @@ class RankHeatmap(ScrollView, can_focus=True):
             style = base if lvl < 0 else base + Style(color=Color.from_triplet(_blend(lvl)))
             if pos == self.cursor and k == self.col:
                 style = style + self._style("cursor")
-            segs.append(Segment(" " * CELL if lvl < 0 else SHADES[lvl] * CELL, style))
+            segs.append(Segment(" " * cell if lvl < 0 else " " + SHADES[lvl] * (cell - 1), style))
         return Strip(segs).crop_extend(0, width, base)
 
     def legend(self) -> str:
