@@ -64,6 +64,7 @@ async def test_heatmap_straggler_and_open_a_rank(job4: Path) -> None:
         await pilot.pause()
         assert not isinstance(app.screen, RanksScreen)
         assert "run rank1" in str(app.query_one("#info").render())
+        assert app.focused is app.timeline  # Enter opened the rank's timeline
         await pilot.press("R")  # back to the same report, not summarised again
         assert await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
         assert app.screen.report is report

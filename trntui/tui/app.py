@@ -155,7 +155,8 @@ class TrntuiApp(App[None]):
         self.load(self.path, run_name, run)
 
     def open_run(self, run: "Run") -> None:
-        """Show `run` in the explorer (Enter on the Ranks screen)."""
+        """Show `run` in the explorer with the timeline focused (Enter on the Ranks screen)."""
+        self.focus_after_load = "timeline"
         self.start_load(run.name, run)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
@@ -290,7 +291,11 @@ class TrntuiApp(App[None]):
         header = describe(message.profile, message.run.name, self.path.name)
         self._info(f"{header} · {message.subset}" if message.subset else header)
         self._titles()
-        self.ops.focus()
+        if getattr(self, "focus_after_load", "") == "timeline":
+            self.timeline.focus()
+        else:
+            self.ops.focus()
+        self.focus_after_load = ""
         self.refresh_bindings()
 
     @on(LoadFailed)
