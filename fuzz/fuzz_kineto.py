@@ -27,7 +27,7 @@ def check(data: bytes) -> None:
     from trntui.analysis.key_averages import key_averages
     from trntui.errors import TrntuiError
     from trntui.loaders.kineto import load_kineto
-    from trntui.report import render
+    from trntui.report.summary import render
 
     path = _TMP / ("input.json.gz" if data[:2] == b"\x1f\x8b" else "input.json")
     path.write_bytes(data)
@@ -80,7 +80,7 @@ def main() -> None:
         import trntui.loaders.files  # noqa: F401
         import trntui.loaders.kineto  # noqa: F401
         import trntui.loaders.kineto.recover  # noqa: F401
-        import trntui.report  # noqa: F401
+        import trntui.report.summary  # noqa: F401
 
     for c in [Path(a) for a in sys.argv[1:] if not a.startswith("-")]:
         c.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ def test_core_does_not_import_textual() -> None:
     code = (
         "import sys\n"
         "import trntui.model, trntui.loaders, trntui.analysis.key_averages, trntui.analysis.chains,"
-        " trntui.analysis.links, trntui.report, trntui.cli\n"
+        " trntui.analysis.links, trntui.report.summary, trntui.cli\n"
         "from trntui.loaders import kineto\n"
         "import pkgutil, importlib, trntui.analysis, trntui.loaders, trntui.capture\n"
         "for pkg in (trntui.analysis, trntui.loaders, trntui.capture, trntui.model):\n"

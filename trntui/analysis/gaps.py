@@ -291,7 +291,7 @@ def merged_count(profile: Profile, ev: np.ndarray) -> int:
 
 def render_gaps(report: GapReport, fmt: str = "table") -> str:
     """The gap report as text (`table` / `markdown`) or CSV; JSON callers use `report.to_dict()`."""
-    from trntui.report import format_time
+    from trntui.report.summary import format_time
     from trntui.textsafe import csv_safe, safe_text
 
     rows = ([report.device] if report.device else []) + list(report.lanes)

@@ -183,13 +183,13 @@ def _with_baseline_first(found: list[tuple[str, Any]], baseline: str | None) -> 
 
 
 def fmt_time(us: float | None) -> str:
-    from trntui.report import format_time
+    from trntui.report.summary import format_time
 
     return "-" if us is None else format_time(us)
 
 
 def fmt_delta_time(us: float) -> str:
-    from trntui.report import format_time
+    from trntui.report.summary import format_time
 
     if abs(us) < 5e-4:
         return "0"

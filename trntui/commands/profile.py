@@ -192,7 +192,7 @@ def print_summaries(result: Any, sort_key: str, limit: int | None, options: Any 
     from trntui.analysis.key_averages import key_averages, normalize_sort_key
     from trntui.errors import TrntuiError
     from trntui.session import find_runs, load_run
-    from trntui.report import format_time, render
+    from trntui.report.summary import format_time, render
     from trntui.textsafe import safe_text
 
     try:

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.errors import LoadError, TrntuiError
     from trntui.session import LoadOptions, find_runs, load_run
     from trntui.progress import finished
-    from trntui.report import json_document, render
+    from trntui.report.summary import json_document, render
 
     try:
         sort = normalize_sort_key(args.sort)

@@ -1,4 +1,4 @@
-"""Text renderings of analysis results for the CLI and CI: torch-style table, CSV, JSON, Markdown.
+"""torch's key_averages table as text for the CLI and CI (`trntui summary`): torch-style table, CSV, JSON, Markdown.
 
 Pure functions (no Textual); trace names pass through `safe_text` so they cannot drive the terminal.
 """
