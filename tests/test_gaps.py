@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trntui.analysis.gaps import device_dispatches, gap_report, merge_intervals, render_gaps
+from trntui.analysis.gaps import device_dispatches, gap_report, merge_intervals
+from trntui.report.gaps import render_gaps
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import ProfileMeta, Tier
 

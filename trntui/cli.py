@@ -44,62 +44,6 @@ PROGRESS_COMMANDS = ("summary", "overview", "compare", "ranks")
 """Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
 
 
-def add_part_options(p: argparse.ArgumentParser, also: str = "") -> None:
-    """`--steps N-M` and `--window T0:T1` (trntui/analysis/select.py) for commands that can show part of a trace;
-    `also` ends each help text (what else the command does with the part)."""
-    p.add_argument(
-        "--steps",
-        metavar="N-M",
-        help="only events inside these ProfilerStep#N windows, e.g. 3-5 or 3,7-9 (device rows follow their op)" + also,
-    )
-    p.add_argument(
-        "--window",
-        metavar="T0:T1",
-        help="only events starting in this time window, relative to the timeline's +0 (ns/us/ms/s, default ms), "
-        "e.g. 100ms:250ms or :2s" + also,
-    )
-
-
-def convert_timeout(value: str) -> float:
-    """`--convert-timeout` seconds: a positive number."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value!r}")
-    return seconds
-
-
-def add_merge_option(p: argparse.ArgumentParser) -> None:
-    """`--merge` for commands that find runs under a path (trntui/loaders/grouping.py)."""
-    p.add_argument(
-        "--merge",
-        action="store_true",
-        help="read every trace file under PATH as one run (sums across files); by default each file is a run of its "
-        "own unless the files are the ranks of one job or the spans of one worker (trntui info PATH shows the grouping)",
-    )
-
-
-def add_memory_budget_option(p: argparse.ArgumentParser) -> None:
-    """`--memory-budget SIZE` (trntui/memory.py) and `--convert-timeout SECONDS` (raw Neuron captures) for
-    commands that load traces."""
-    p.add_argument(
-        "--convert-timeout",
-        metavar="SECONDS",
-        type=convert_timeout,
-        help="most time neuron-explorer may take to convert a raw Neuron capture (.pb/.ntff) before the framework "
-        "trace is shown alone with the command to run by hand (default: $TRNTUI_CONVERT_TIMEOUT, else 300)",
-    )
-    p.add_argument(
-        "--memory-budget",
-        metavar="SIZE",
-        help="most memory a load may use, e.g. 4G or 800M (default: $TRNTUI_MEMORY_BUDGET, else 80%% of the "
-        "available memory); a trace that does not fit in memory is streamed with its args on disk, and refused "
-        "with an error when not even that fits; 'none' for no limit",
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     from trntui.errors import TrntuiError
 

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from trntui.commands.options import add_memory_budget_option, add_merge_option, add_part_options
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -24,8 +26,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="which run to open when the directory holds several (variant or rank directory name); "
         "without it the explorer asks",
     )
-    from trntui.cli import add_memory_budget_option, add_merge_option, add_part_options
-
     add_part_options(p, "; the ops table counts only them and the timeline opens fitted to them")
     add_merge_option(p)
     add_memory_budget_option(p)

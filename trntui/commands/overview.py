@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "averages, metrics and kernels over them)")
     p.add_argument("--no-cache", action="store_true",
                    help="parse the trace again instead of using (and writing) the parsed-profile cache")
-    from trntui.cli import add_memory_budget_option
+    from trntui.commands.options import add_memory_budget_option
 
     add_memory_budget_option(p)
     p.set_defaults(func=run)

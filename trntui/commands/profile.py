@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-events-per-nc", type=_positive, default=None, help="ring size per NeuronCore")
     g.add_argument("--no-correlate-device-time", action="store_true",
                    help="do not ask for correlate_device_time=True (undocumented; dropped anyway if unsupported)")
-    from trntui.cli import add_memory_budget_option
+    from trntui.commands.options import add_memory_budget_option
 
     add_memory_budget_option(p)
     p.set_defaults(func=run)

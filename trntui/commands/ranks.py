@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on-stragglers", action="store_true", help="exit code 1 when a straggler is found (CI)")
     p.add_argument("--no-cache", action="store_true",
                    help="summarise every rank again (default: summaries are cached by the ranks' files)")
-    from trntui.cli import add_memory_budget_option
+    from trntui.commands.options import add_memory_budget_option
 
     add_memory_budget_option(p)
     p.set_defaults(func=run)

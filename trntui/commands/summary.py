@@ -5,6 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trntui.commands.options import (
+    add_format_option,
+    add_memory_budget_option,
+    add_merge_option,
+    add_no_cache_option,
+    add_part_options,
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -24,22 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default: self_device_time_total, or self_cpu_time_total when there is no device time)",
     )
     p.add_argument("--limit", type=int, default=100, help="rows per table (default 100; -1 for all)")
-    p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
+    add_format_option(p)
     p.add_argument("--group-by-input-shapes", action="store_true", help="one row per (name, input shapes)")
     p.add_argument(
         "--gaps",
         action="store_true",
         help="also print, per hardware lane, busy and idle time and the largest gaps between executions",
     )
-    from trntui.cli import add_memory_budget_option, add_merge_option, add_part_options
-
     add_part_options(p)
     add_merge_option(p)
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="parse the trace again instead of using (and writing) the parsed-profile cache",
-    )
+    add_no_cache_option(p)
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 
@@ -116,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         out = render(profile, table, args.format, run_sort, limit, args.group_by_input_shapes, title)
         if gaps:
-            from trntui.analysis.gaps import gap_report, render_gaps
+            from trntui.analysis.gaps import gap_report
+            from trntui.report.gaps import render_gaps
 
             out += "\n" + render_gaps(gap_report(profile), args.format)
         sys.stdout.write(out)

@@ -5,31 +5,15 @@ Pure functions (no Textual); trace names pass through `safe_text` so they cannot
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
 
-
-
 from trntui.analysis.key_averages import ROW_FIELDS, OpTable
 from trntui.model.profile import Profile
-from trntui.textsafe import csv_safe, safe_text, truncate
+from trntui.report.format import csv_text, format_pct, format_time, markdown_table  # noqa: F401 - re-exported
+from trntui.textsafe import safe_text
 
 FORMATS = ("table", "csv", "json", "markdown")
-
-
-def format_time(us: float) -> str:
-    """torch's `_format_time`: µs with 3 decimals, switching to ms/s."""
-    if us >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
-
-
-def format_pct(p: float) -> str:
-    return f"{p:.2f}%"
 
 
 def format_share(value: float, total: float) -> str:
@@ -176,14 +160,9 @@ def table_records(table: OpTable, sort_by: str | None = None, limit: int | None 
 
 def render_csv(table: OpTable, sort_by: str | None = None, limit: int | None = None) -> str:
     records = table_records(table, sort_by, limit)
-    buf = io.StringIO()
     fields = list(records[0]) if records else list(table.row(0)) if len(table) else list(ROW_FIELDS)
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for r in records:
-        # text cells (names, shapes) are guarded against formula injection; numbers stay numbers
-        writer.writerow({k: csv_safe(v) if isinstance(v, str) else v for k, v in r.items()})
-    return buf.getvalue()
+    # text cells (names, shapes) are guarded against formula injection; numbers stay numbers
+    return csv_text(fields, [[r[f] for f in fields] for r in records])
 
 
 def render_markdown(table: OpTable, sort_by: str | None = None, limit: int | None = None, with_shapes: bool = False) -> str:
@@ -196,12 +175,7 @@ def render_markdown(table: OpTable, sort_by: str | None = None, limit: int | Non
     rows = order.tolist()[:limit] if limit is not None and limit >= 0 else order.tolist()
     totals = table.totals(order)
 
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|")
-
-    out = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
-    for k in rows:
-        out.append("| " + " | ".join(esc(_cell(table, f, k, totals)) for _, f in cols) + " |")
+    out = markdown_table([h for h, _ in cols], [[_cell(table, f, k, totals) for _, f in cols] for k in rows])
     out.append("")
     out.append(f"Self CPU time total: {format_time(totals[0])}")
     if table.has_device:

@@ -100,7 +100,7 @@ class CompareScreen(Screen[None]):
 
     # -- summary ---------------------------------------------------------------------------------
     def _fill_summary(self) -> None:
-        from trntui.commands.compare import summary_cells, summary_columns
+        from trntui.report.compare import summary_cells, summary_columns
 
         t = self.query_one("#compare-summary", DataTable)
         t.clear(columns=True)
@@ -137,7 +137,7 @@ class CompareScreen(Screen[None]):
         return text
 
     def _rebuild(self) -> None:
-        from trntui.commands.compare import diff_cell, diff_columns
+        from trntui.report.compare import diff_cell, diff_columns
 
         rows = self.diff.sorted_rows(self.sort, self.pattern or None)
         if self.changed_only:
@@ -269,7 +269,7 @@ class GapsScreen(ModalScreen[None]):
         self.runs = list(runs)
 
     def gaps_text(self) -> str:
-        from trntui.analysis.gaps import render_gaps
+        from trntui.report.gaps import render_gaps
 
         parts = []
         for k, run in enumerate(self.runs):

@@ -1,0 +1,280 @@
+"""The compare report: one summary row per run and the op-level diff, as text, Markdown, CSV and JSON
+(`trntui compare`), and the cells the compare view shows (trntui/tui/screens/compare.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from trntui.analysis.compare import METRICS, TIME_METRICS, headline_metric, ratio
+from trntui.report.format import csv_text, format_time, markdown_table, text_table
+from trntui.textsafe import safe_text, truncate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trntui.analysis.compare import OpDiff, Run, RuleResult
+
+
+def fmt_time(us: float | None) -> str:
+    return "-" if us is None else format_time(us)
+
+
+def fmt_delta_time(us: float) -> str:
+    if abs(us) < 5e-4:
+        return "0"
+    return ("+" if us > 0 else "-") + format_time(abs(us))
+
+
+def fmt_count(v: int | None) -> str:
+    return "-" if v is None else str(int(v))
+
+
+def fmt_delta_count(v: float) -> str:
+    v = int(round(v))
+    return "0" if v == 0 else f"{v:+d}"
+
+
+def fmt_ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def summary_columns(runs: Sequence["Run"]) -> list[tuple[str, str]]:
+    """(header, key) for the run summary; keys are metric names plus `name` and `ratio`."""
+    backend = next((r.metrics.backend for r in runs if r.metrics.backend), "")
+    dev = f"{backend} time" if backend else "Device time"
+    head = headline_metric(runs)
+    ratio_title = "vs baseline" + (" (device)" if head == "device_time" else " (Self CPU)")
+    return [
+        ("#", "index"),
+        ("Run", "name"),
+        (dev, "device_time"),
+        ("Self CPU", "self_cpu"),
+        ("Dispatches", "dispatches"),
+        ("Host ops", "host_ops"),
+        ("Step span", "span"),
+        ("Busy", "busy"),
+        ("Idle", "idle"),
+        (ratio_title, "ratio"),
+    ]
+
+
+def summary_cells(runs: Sequence["Run"]) -> list[list[str]]:
+    head = headline_metric(runs)
+    base = runs[0].metrics.values()[head] if runs else None
+    out = []
+    for k, r in enumerate(runs):
+        vals = r.metrics.values()
+        row = []
+        for _, key in summary_columns(runs):
+            if key == "index":
+                row.append(f"#{k + 1}")
+            elif key == "name":
+                row.append(safe_text(r.name))
+            elif key == "ratio":
+                row.append(fmt_ratio(ratio(vals[head], base)))
+            elif key in TIME_METRICS:
+                row.append(fmt_time(vals[key]))
+            else:
+                row.append(fmt_count(None if vals[key] is None else int(vals[key])))
+        out.append(row)
+    return out
+
+
+def diff_columns(diff: "OpDiff", short: bool = True) -> list[tuple[str, str, int]]:
+    """(header, field, run index) of the op diff: per run values then deltas vs the baseline, per metric.
+
+    `short` labels runs by position (`#1` = baseline), as in the summary's `#` column, to keep tables narrow.
+    """
+    names = [f"#{k + 1}" for k in range(len(diff.run_names))] if short else [safe_text(n) for n in diff.run_names]
+    dev = f"Self {diff.backend}" if diff.backend else "Self device"
+    cols: list[tuple[str, str, int]] = [("Name", "name", -1)]
+    groups = [("Calls", "calls"), ("Self CPU", "self_cpu")]
+    if diff.has_device:
+        groups.append((dev, "self_device"))
+    for title, key in groups:
+        for k, n in enumerate(names):
+            cols.append((f"{title} {n}", key, k))
+        for k in range(1, len(names)):
+            suffix = "" if len(names) == 2 else f" {names[k]}"
+            cols.append((f"Δ {title}{suffix}", "d_" + key, k))
+    if diff.by_shapes:
+        cols.append(("Input Shapes", "input_shapes", -1))
+    cols.append(("Status", "status", -1))
+    return cols
+
+
+def diff_cell(row: Any, field: str, k: int) -> str:
+    if field == "name":
+        return safe_text(row.label)
+    if field == "input_shapes":
+        return safe_text(row.input_shapes)
+    if field == "status":
+        return row.status
+    if field == "calls":
+        return fmt_count(row.calls[k])
+    if field in ("self_cpu", "self_device"):
+        v = getattr(row, field)[k]
+        return "-" if v is None else fmt_time(v)
+    if field == "d_calls":
+        return _marked(row, k, fmt_delta_count(row.delta("calls", k)))
+    if field in ("d_self_cpu", "d_self_device"):
+        return _marked(row, k, fmt_delta_time(row.delta(field[2:], k)))
+    raise KeyError(field)
+
+
+def _marked(row: Any, k: int, text: str) -> str:
+    if row.calls[k] is None and row.calls[0] is None:
+        return "-"
+    m = row.marker(k)
+    return {"+": f"{text} (new)", "-": f"{text} (gone)"}.get(m, text)
+
+
+# -- renderers ------------------------------------------------------------------------------------------------
+
+
+def _text_table(headers: list[str], cells: list[list[str]], left: int = 1, name_width: int = 60) -> list[str]:
+    """The first `left` columns left-aligned, the last of them (the name) cut to `name_width`."""
+    cells = [[truncate(c, name_width) if j == left - 1 else c for j, c in enumerate(r)] for r in cells]
+    return text_table(headers, cells, align="l" * left)
+
+
+def _diff_rows(diff: "OpDiff", sort: str | None, pattern: str | None, limit: int | None, changed: bool) -> list[Any]:
+    rows = diff.sorted_rows(sort, pattern)
+    if changed:
+        rows = [r for r in rows if r.status != "same"]
+    if limit is not None and limit >= 0:
+        rows = rows[:limit]
+    return rows
+
+
+def _sort_title(diff: "OpDiff", sort: str | None) -> str:
+    sort = sort or diff.default_sort
+    dev = f"Self {diff.backend}" if diff.backend else "Self device"
+    return {"self_device": f"|Δ {dev}|", "self_cpu": "|Δ Self CPU|", "calls": "|Δ Calls|", "name": "name"}[sort]
+
+
+def render_text(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None, limit=40, changed=False,
+                only=None, markdown=False) -> str:
+    out: list[str] = []
+    base = safe_text(runs[0].name)
+    if only in (None, "summary"):
+        cols = summary_columns(runs)
+        cells = summary_cells(runs)
+        title = f"Runs (baseline: {base})"
+        if markdown:
+            out += [f"### {title}", "", *markdown_table([h for h, _ in cols], cells), ""]
+        else:
+            out += [title, *_text_table([h for h, _ in cols], cells, left=2), ""]
+        notes = _summary_notes(runs)
+        out += notes + ([""] if notes else [])
+    if only in (None, "ops"):
+        rows = _diff_rows(diff, sort, pattern, limit, changed)
+        total = len(diff.sorted_rows(sort, pattern))
+        cols = diff_columns(diff)
+        cells = [[diff_cell(r, f, k) for _, f, k in cols] for r in rows]
+        match = "name and input shapes" if diff.by_shapes else "name"
+        title = f"Op diff vs {base} (matched by {match}; sorted by {_sort_title(diff, sort)}"
+        title += f"; filter {safe_text(pattern)!r}" if pattern else ""
+        title += f"; {len(rows)} of {total} ops)"
+        legend = "Runs: " + ", ".join(f"#{k + 1} {safe_text(n)}" for k, n in enumerate(diff.run_names))
+        if markdown:
+            out += [f"### {title}", "", legend, "", *markdown_table([h for h, _, _ in cols], cells)]
+        else:
+            out += [title, legend, *_text_table([h for h, _, _ in cols], cells)]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _summary_notes(runs: Sequence["Run"]) -> list[str]:
+    notes = [
+        "Host ops: top-level operator calls in the profiled step (ops inside ProfilerStep/record_function "
+        "scopes count, ops nested in other ops do not; a torch.compile region counts as one call).",
+    ]
+    steps = [r.metrics.steps for r in runs]
+    if any(n > 1 for n in steps):
+        per = ", ".join(f"#{k + 1}: {n}" for k, n in enumerate(steps))
+        notes.append(f"Several profiled steps ({per}): counts and times are totals over all of them.")
+    if any(r.metrics.dispatches is not None for r in runs):
+        notes.append("Dispatches: kernels / nc_exec_running executions (Neuron LNC per-core copies merged). "
+                     "Busy/Idle: hardware time in the active window (first to last execution).")
+    return notes
+
+
+def summary_records(runs: Sequence["Run"]) -> list[dict[str, Any]]:
+    base = runs[0].metrics.values()
+    out = []
+    for k, r in enumerate(runs):
+        vals = r.metrics.values()
+        rec: dict[str, Any] = {"run": safe_text(r.name), "baseline": k == 0, "backend": r.metrics.backend or None}
+        for m in METRICS:
+            v = vals[m]
+            rec[m + ("_us" if m in ("device_time", "self_cpu", "span", "busy", "idle") else "")] = (
+                None if v is None else (int(v) if m in ("dispatches", "host_ops") else v)
+            )
+        rec["steps"] = r.metrics.steps
+        rec["device_time_source"] = r.metrics.device_time_source or None
+        rec["ratio_to_baseline"] = {m: ratio(vals[m], base[m]) for m in METRICS}
+        out.append(rec)
+    return out
+
+
+def render_csv(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
+               only=None) -> str:
+    blocks = []
+    if only in (None, "summary"):
+        recs = summary_records(runs)
+        flat = []
+        for rec in recs:
+            r = {k: v for k, v in rec.items() if k != "ratio_to_baseline"}
+            for m, v in rec["ratio_to_baseline"].items():
+                r[f"ratio_{m}"] = v
+            flat.append(r)
+        blocks.append(flat)
+    if only in (None, "ops"):
+        rows = _diff_rows(diff, sort, pattern, limit, changed)
+        recs = []
+        for row in rows:
+            rec: dict[str, Any] = {"name": diff_cell(row, "name", -1), "row": "device" if row.is_device else "CPU"}
+            if diff.by_shapes:
+                rec["input_shapes"] = diff_cell(row, "input_shapes", -1)
+            rec["status"] = row.status
+            for k, n in enumerate(diff.run_names):
+                rec[f"calls[{n}]"] = row.calls[k] if row.calls[k] is not None else ""
+                rec[f"self_cpu_us[{n}]"] = row.self_cpu[k] if row.self_cpu[k] is not None else ""
+                rec[f"self_device_us[{n}]"] = row.self_device[k] if row.self_device[k] is not None else ""
+            for k in range(1, len(diff.run_names)):
+                n = diff.run_names[k]
+                rec[f"delta_calls[{n}]"] = int(row.delta("calls", k))
+                rec[f"delta_self_cpu_us[{n}]"] = round(row.delta("self_cpu", k), 6)
+                rec[f"delta_self_device_us[{n}]"] = round(row.delta("self_device", k), 6)
+                rec[f"marker[{n}]"] = {"+": "new", "-": "removed", "": ""}[row.marker(k)]
+            recs.append(rec)
+        blocks.append(recs)
+    # blocks one empty line apart; text cells (op and run names, shapes) are guarded against formula injection
+    return "\n".join(csv_text(list(recs[0]), [list(r.values()) for r in recs]) if recs else "" for recs in blocks)
+
+
+def json_document(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
+                  results: Sequence["RuleResult"] = ()) -> dict[str, Any]:
+    rows = _diff_rows(diff, sort, pattern, limit, changed)
+    return {
+        "baseline": safe_text(runs[0].name),
+        "runs": summary_records(runs),
+        "ops": {
+            "matched_by": "name+input_shapes" if diff.by_shapes else "name",
+            "sort": sort or diff.default_sort,
+            "filter": pattern,
+            "device_label": diff.backend or None,
+            "rows": [r.to_dict(diff.run_names) for r in rows],
+        },
+        "gaps": {safe_text(r.name): r.gaps.to_dict() for r in runs},
+        "rules": [
+            {
+                "rule": safe_text(res.rule.text),
+                "run": safe_text(res.run),
+                "failed": res.failed,
+                "checked": not res.missing,
+                "left": res.left,
+                "right": res.right,
+                "missing": res.missing or None,
+            }
+            for res in results
+        ],
+    }
