@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from trntui.commands.options import add_format_option, add_memory_budget_option, add_no_cache_option
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -20,13 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "is the step breakdown.",
     )
     p.add_argument("path", help="trace file or profile directory")
-    p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
+    add_format_option(p)
     p.add_argument("--steps", metavar="N-M", help="only these ProfilerStep#N steps, e.g. 3-5 or 3,7-9 (breakdown, "
                    "averages, metrics and kernels over them)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="parse the trace again instead of using (and writing) the parsed-profile cache")
-    from trntui.commands.options import add_memory_budget_option
-
+    add_no_cache_option(p)
     add_memory_budget_option(p)
     p.set_defaults(func=run)
 
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.errors import LoadError, TrntuiError
     from trntui.progress import finished
     from trntui.session import LoadOptions, find_runs, load_run
-    from trntui.report_overview import json_document, render
+    from trntui.report.overview import json_document, render
     from trntui.textsafe import safe_text
 
     options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not args.no_cache,
