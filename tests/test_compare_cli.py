@@ -139,7 +139,7 @@ def test_run_order_is_one_rule_for_discovery_and_compare(corpus_dir, tmp_path) -
     the manifest's variant position or numeric `order`, then the name."""
     import shutil
 
-    from trntui.commands.compare import discover
+    from trntui.runs import discover
     from trntui.session import find_runs
     from trntui.loaders.discover import capture_order
 
@@ -220,7 +220,7 @@ def test_launch_compare_accepts_one_path(monkeypatch, corpus_dir, tmp_path) -> N
         seen["paths"] = list(paths)
         return 0
 
-    import trntui.tui.compare as view
+    import trntui.tui.screens.compare as view
 
     monkeypatch.setattr(view, "run_compare_app", fake_app)
     assert cmd.launch_compare(tmp_path) == 0
