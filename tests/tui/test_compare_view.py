@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS
-from trntui.commands.compare import load_runs
-from trntui.tui.compare import CompareApp, CompareScreen, OpTimelineScreen
+from trntui.runs import load_runs
+from trntui.tui.screens.compare import CompareApp, CompareScreen, OpTimelineScreen
 
 SIZE = (180, 44)
 
@@ -176,7 +176,7 @@ async def test_explorer_c_key_opens_compare(tmp_path) -> None:
 
 
 async def test_gaps_modal(corpus_runs) -> None:
-    from trntui.tui.compare import GapsScreen
+    from trntui.tui.screens.compare import GapsScreen
 
     app = CompareApp(corpus_runs)
     async with app.run_test(size=SIZE) as pilot:

@@ -15,16 +15,17 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Vertical
+from textual.containers import Container
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
-from trntui.tui.commands import ActionsProvider, NamesProvider
+from trntui.tui.palette import ActionsProvider, NamesProvider
 from trntui.tui.messages import LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
+from trntui.tui.panes import PANES, LoadedRun, Pane
+from trntui.tui.screens import SCREENS, screen_spec
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
-from trntui.tui.widgets.regex_filter import RegexFilterInput
 from trntui.tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -78,10 +79,7 @@ class TrntuiApp(App[None]):
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="palette"),
         Binding("z", "toggle_maximize", "Maximize", id="maximize"),
         Binding("r", "pick_run", "Runs", id="runs"),
-        Binding("c", "compare", "Compare runs", id="compare"),
-        Binding("o", "overview", "Overview", id="overview"),
-        Binding("D", "device", "Device view", id="device"),
-        Binding("R", "ranks", "Ranks", id="ranks"),
+        *[Binding(s.key, f"open_screen('{s.id}')", s.description, id=s.id) for s in SCREENS],
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
 
@@ -113,12 +111,13 @@ class TrntuiApp(App[None]):
     def compose(self) -> ComposeResult:
         yield InfoBar(Text(safe_text(f"{self.path.name} · loading…")), id="info", markup=False)
         with Container(id="panes"):
-            with Vertical(id="ops-pane"):
-                yield OpTableView(id="ops")
-                yield RegexFilterInput(id="filter", return_focus="#ops")
-            yield Timeline(id="timeline")
-            yield ChainView(id="chain")
+            for spec in PANES:
+                yield spec.make()
         yield Footer()
+
+    def panes(self) -> list[Pane]:
+        """The pane widgets, in `PANES` order."""
+        return [self.query_one(f"#{spec.id}") for spec in PANES]  # type: ignore[misc]
 
     @property
     def ops(self) -> OpTableView:
@@ -133,14 +132,15 @@ class TrntuiApp(App[None]):
         return self.query_one("#chain", ChainView)
 
     def on_mount(self) -> None:
+        for pane in self.panes():
+            pane.add_class("pane")  # type: ignore[attr-defined]
         self.ops.focus()
         self._titles()
         self.start_load(self.requested_run)
 
     def _titles(self) -> None:
-        self.ops.border_title = Text(self.ops.title)
-        self.timeline.border_title = Text(self.timeline.title)
-        self.chain.border_title = Text(self.chain.title)
+        for pane in self.panes():
+            pane.border_title = Text(pane.title)  # type: ignore[attr-defined]
 
     def _info(self, text: str) -> None:
         """Show `text` (it may hold file and run names: made terminal-safe, never markup) in the header."""
@@ -150,7 +150,7 @@ class TrntuiApp(App[None]):
     def start_load(self, run_name: str | None, run: "Run | None" = None) -> None:
         """Load `run_name` (or the only run) under `path` in a thread worker; `run`: that run itself (a rank
         opened from the Ranks screen), found without looking at the path again."""
-        for pane in (self.ops, self.timeline, self.chain):
+        for pane in self.panes():
             pane.loading = True
         self.load(self.path, run_name, run)
 
@@ -255,7 +255,7 @@ class TrntuiApp(App[None]):
 
     @on(LoadCancelled)
     def _load_cancelled(self, message: LoadCancelled) -> None:
-        for pane in (self.ops, self.timeline, self.chain):
+        for pane in self.panes():
             pane.loading = False
         if self.profile is not None and self.run_name is not None:
             self._info(f"load cancelled · still showing {describe(self.profile, self.run_name, self.path.name)}")
@@ -268,7 +268,7 @@ class TrntuiApp(App[None]):
     def _runs_found(self, message: RunsFound) -> None:
         self.runs = message.runs
         self.refresh_bindings()
-        for pane in (self.ops, self.timeline, self.chain):
+        for pane in self.panes():
             pane.loading = False
         self._info(f"{self.path.name} · {len(self.runs)} runs: pick one (r)")
         self.action_pick_run()
@@ -281,12 +281,14 @@ class TrntuiApp(App[None]):
         self.table = message.table
         self.load_seconds = message.seconds
         self.load_error = ""
-        self.ops.set_table(message.table, message.profile)
+        from trntui.analysis.timeline import display_span
+
         # --steps: the clock starts at the first selected step (--window times are from the trace start)
-        origin = message.view[0] if message.view is not None and self.steps_spec else None
-        self.timeline.set_profile(message.profile, message.view, origin)
-        self.chain.set_profile(message.profile, self.timeline.origin)
-        for pane in (self.ops, self.timeline, self.chain):
+        origin = message.view[0] if message.view is not None and self.steps_spec else display_span(message.profile)[0]
+        run = LoadedRun(message.run.name, message.profile, message.table, message.view, origin)
+        for pane in self.panes():
+            pane.show_run(run)
+        for pane in self.panes():
             pane.loading = False
         header = describe(message.profile, message.run.name, self.path.name)
         self._info(f"{header} · {message.subset}" if message.subset else header)
@@ -303,7 +305,7 @@ class TrntuiApp(App[None]):
         from trntui.tui.screens.error import ErrorScreen
 
         self.load_error = message.reason
-        for pane in (self.ops, self.timeline, self.chain):
+        for pane in self.panes():
             pane.loading = False
         self._info(f"error: {message.reason}")
         self.push_screen(ErrorScreen(message.reason))
@@ -358,19 +360,6 @@ class TrntuiApp(App[None]):
     def _hop_chosen(self, message: ChainView.HopChosen) -> None:
         if message.control is self.chain:
             self.timeline.go_to_event(message.event)
-
-    @on(OpTableView.FilterRequested)
-    def _filter_requested(self) -> None:
-        pattern = self.ops.pattern.pattern if self.ops.pattern is not None else ""
-        self.query_one("#filter", RegexFilterInput).open(pattern)
-
-    @on(RegexFilterInput.Applied, "#filter")
-    def _filter_applied(self, event: RegexFilterInput.Applied) -> None:
-        self.ops.set_filter(event.pattern)
-
-    @on(RegexFilterInput.Cleared, "#filter")
-    def _filter_cleared(self) -> None:
-        self.ops.set_filter("")
 
     # -- actions ---------------------------------------------------------------------------------
     def action_help(self) -> None:
@@ -436,32 +425,19 @@ class TrntuiApp(App[None]):
             if b.action in ("command_palette", "escape"):
                 continue
             out.append((b.description, f"key: {key_display(b.key)}", lambda a=b.action: self.run_action(a)))
-        for pane, cls in (("ops", OpTableView), ("timeline", Timeline), ("chain", ChainView)):
-            for b in _bindings(cls):
+        for spec in PANES:
+            for b in _bindings(spec.widget):
                 if b.action.startswith("sort_column("):
                     continue
-                title = f"{pane.capitalize()}: {b.description}"
-                out.append((title, f"key: {key_display(b.key)}", lambda p=pane, a=b.action: self.action_pane(p, a)))
+                title = f"{spec.id.capitalize()}: {b.description}"
+                out.append((title, f"key: {key_display(b.key)}", lambda p=spec.id, a=b.action: self.action_pane(p, a)))
         for k, col in enumerate(self.ops.columns):
             out.append((f"Sort by {col.title}", f"key: {k + 1}", lambda key=col.key: self.action_sort(key)))
         return out
 
-    def action_overview(self) -> None:
-        """Why the step is slow: breakdown, device metrics, kernels, recommendations (tui/screens/overview.py);
-        a kernel chosen there is shown on the timeline."""
-        if self.profile is None:
-            self.notify("No profile loaded yet", severity="warning")
-            return
-        from trntui.tui.screens.overview import OverviewScreen
-
-        def chosen(event: int | None) -> None:
-            if event is not None and event >= 0:
-                self.show_event(event)
-
-        self.push_screen(OverviewScreen(self.profile, self.run_name or "", self.steps_spec), chosen)
-
     def show_event(self, event: int) -> None:
-        """Put event `event` under the timeline cursor, highlighted, and chain it."""
+        """Put event `event` under the timeline cursor, highlighted, and chain it (screens call this when the
+        user picks an event there, e.g. a kernel in the overview)."""
         ev = np.array([event], np.int64)
         self.timeline.select(ev, ev)
         self.timeline.go_to_event(event)
@@ -475,7 +451,7 @@ class TrntuiApp(App[None]):
         cached = self.profile.cache.get(("palette_names", id(self.table)))
         if cached is not None:
             return cached
-        from trntui.tui.commands import MAX_EVENT_NAMES
+        from trntui.tui.palette import MAX_EVENT_NAMES
 
         out: list[tuple[str, str, Callable[[], object]]] = []
         for row, name in enumerate(self.table.name):
@@ -500,59 +476,13 @@ class TrntuiApp(App[None]):
         self.timeline.focus()
         self.timeline.search(f"^{re.escape(name)}$")
 
-    def action_compare(self) -> None:
-        """Compare every run under the path (summary + op diff; trntui.tui.compare)."""
-        from trntui.tui.compare import open_compare
-
-        open_compare(self, self.path)
-
-    def action_device(self) -> None:
-        """The Device view (engines, DMA, roofline) of the hardware execution under the timeline cursor."""
-        from trntui.tui.screens.device import open_device_view
-
-        if self.profile is None:
-            self.notify("No profile loaded", severity="warning")
-            return
-        open_device_view(self, self.profile, self.timeline.event_under_cursor(), self.device_roots())
-
-    def device_roots(self) -> list[Path]:
-        """Where device profiles of the loaded run may be: the run's directory, the opened path, beside it."""
-        from trntui.loaders.neuron_device import search_roots
-
-        run = next((r for r in self.runs if r.name == self.run_name), None)
-        roots: list[Path] = []
-        for p in ([run.root] if run is not None else []) + search_roots(self.path):
-            if p.is_dir() and p not in roots:
-                roots.append(p)
-        return roots
-
-    def action_ranks(self) -> None:
-        """The Ranks screen of the job under the path (trntui/tui/screens/ranks.py)."""
-        from trntui.errors import TrntuiError
-        from trntui.loaders.grouping import groups_of, pick_job
-        from trntui.tui.screens.ranks import RanksScreen
-
-        try:
-            job = pick_job(groups_of(self.runs), self.path)
-        except TrntuiError as exc:
-            self.notify(safe_text(exc), severity="warning", markup=False)
-            return
-        spans = sorted({r.span for r in job.runs if r.span is not None})
-        runs = [r for r in job.runs if r.span == spans[0]] if spans else job.runs
-        report = self.ranks_report[1] if self.ranks_report and self.ranks_report[0] == job.name else None
-        self.push_screen(RanksScreen(job.name, runs, reason=job.reason, report=report, load_options=self.load_options))
+    def action_open_screen(self, screen_id: str) -> None:
+        """Open one of the feature screens (`SCREENS`, trntui/tui/screens/__init__.py), e.g. compare."""
+        screen_spec(screen_id).open(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "device":
-            from trntui.tui.screens.device import DeviceScreen, RooflineScreen
-
-            if isinstance(self.screen, (DeviceScreen, RooflineScreen)):
-                return False
-            return self.profile is not None and self.profile.meta.device_kind == "neuron"
-        if action == "ranks":
-            return len(self.runs) > 1
-        if action == "compare":
-            return len(self.runs) > 1
+        if action == "open_screen" and parameters:
+            return screen_spec(str(parameters[0])).available(self)
         if action == "pick_run":
             return len(self.runs) > 1
         return True

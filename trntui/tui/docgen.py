@@ -12,7 +12,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from trntui.tui.keys import compare_key_reference, key_reference, ranks_key_reference
+from trntui.tui.keys import key_reference
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS_BEGIN = "<!-- keys:begin (generated from BINDINGS by python -m trntui.tui.docgen) -->"
@@ -20,9 +20,9 @@ KEYS_END = "<!-- keys:end -->"
 
 
 def keys_markdown() -> str:
-    """The key list as Markdown tables, one per section: the explorer's panes, then the compare view."""
+    """The key list as Markdown tables, one per section: the explorer and its panes, then each feature screen."""
     out = [KEYS_BEGIN]
-    for section, entries in key_reference() + compare_key_reference() + ranks_key_reference():
+    for section, entries in key_reference():
         out += ["", f"**{section}**", "", "| keys | action |", "| --- | --- |"]
         for keys, description in entries:
             cell = keys.replace("|", "\\|")

@@ -48,24 +48,19 @@ def _bindings(cls: type) -> list[Binding]:
 
 
 def sections() -> list[tuple[str, type]]:
-    """(title, class) of everything that has keys, in the order the help lists them."""
+    """(title, class) of everything in the explorer that has keys, in the order the help lists them: the app, each
+    pane of `PANES` (trntui/tui/panes.py), then the screens of `SCREENS` (trntui/tui/screens/__init__.py)."""
     from trntui.tui.app import TrntuiApp
-    from trntui.tui.screens.overview import OverviewScreen
-    from trntui.tui.screens.device import DeviceScreen
-    from trntui.tui.widgets.chain import ChainView
-    from trntui.tui.widgets.kernel_table import KernelTableView
-    from trntui.tui.widgets.op_table import OpTableView
-    from trntui.tui.widgets.timeline import Timeline
+    from trntui.tui.panes import PANES
 
-    return [
-        ("Everywhere", TrntuiApp),
-        ("Ops table", OpTableView),
-        ("Timeline", Timeline),
-        ("Chain", ChainView),
-        ("Overview (o)", OverviewScreen),
-        ("Overview: kernels", KernelTableView),
-        ("Device view (D on a hardware execution)", DeviceScreen),
-    ]
+    return [("Everywhere", TrntuiApp), *[(spec.section, spec.widget) for spec in PANES], *screen_sections()]
+
+
+def screen_sections() -> list[tuple[str, type]]:
+    """(title, class) of the keys of every feature screen of `SCREENS` (trntui/tui/screens/__init__.py)."""
+    from trntui.tui.screens import SCREENS
+
+    return [section for spec in SCREENS for section in spec.key_sections()]
 
 
 MERGED = {
@@ -117,9 +112,9 @@ def key_reference(
 def compare_key_reference(app_class: type | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
     """The compare view's keys (`CompareScreen.BINDINGS`), then the keys of the app hosting it (`app_class`:
     the explorer or `CompareApp`) that still work there."""
-    from trntui.tui.compare import CompareScreen
+    from trntui.tui.screens.compare import KEY_SECTIONS, CompareScreen
 
-    section_list: list[tuple[str, type]] = [("Compare view", CompareScreen)]
+    section_list: list[tuple[str, type]] = list(KEY_SECTIONS)
     if app_class is not None:
         section_list.append(("Everywhere", app_class))
     return key_reference(section_list, shadowing=CompareScreen)

@@ -333,3 +333,35 @@ def open_device_view(app: Any, profile: "Profile", event: int, roots: list[Path]
         return False
     app.push_screen(DeviceScreen(roots, target))
     return True
+
+
+KEY_SECTIONS = [("Device view (D on a hardware execution)", DeviceScreen)]
+"""The Device view's keys, for the help screen and docs/tui.md (trntui/tui/screens/__init__.py)."""
+
+
+def available(app: Any) -> bool:
+    """`D` in the explorer works on a Neuron profile, and not from the Device view itself."""
+    if isinstance(app.screen, (DeviceScreen, RooflineScreen)):
+        return False
+    return app.profile is not None and app.profile.meta.device_kind == "neuron"
+
+
+def open_screen(app: Any) -> None:
+    """`D` in the explorer: the Device view (engines, DMA, roofline) of the hardware execution under the
+    timeline cursor."""
+    if app.profile is None:
+        app.notify("No profile loaded", severity="warning")
+        return
+    open_device_view(app, app.profile, app.timeline.event_under_cursor(), device_roots(app))
+
+
+def device_roots(app: Any) -> list[Path]:
+    """Where device profiles of the loaded run may be: the run's directory, the opened path, beside it."""
+    from trntui.loaders.neuron_device import search_roots
+
+    run = next((r for r in app.runs if r.name == app.run_name), None)
+    roots: list[Path] = []
+    for p in ([run.root] if run is not None else []) + search_roots(app.path):
+        if p.is_dir() and p not in roots:
+            roots.append(p)
+    return roots

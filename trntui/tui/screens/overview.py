@@ -8,7 +8,7 @@ that row's longest instance, which the app shows on the timeline.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -162,3 +162,21 @@ class OverviewScreen(Screen[int | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+KEY_SECTIONS = [("Overview (o)", OverviewScreen), ("Overview: kernels", KernelTableView)]
+"""The overview's keys, for the help screen and docs/tui.md (trntui/tui/screens/__init__.py)."""
+
+
+def open_screen(app: Any) -> None:
+    """`o` in the explorer: why the step is slow (breakdown, device metrics, kernels, recommendations); a kernel
+    chosen there is shown on the timeline."""
+    if app.profile is None:
+        app.notify("No profile loaded yet", severity="warning")
+        return
+
+    def chosen(event: int | None) -> None:
+        if event is not None and event >= 0:
+            app.show_event(event)
+
+    app.push_screen(OverviewScreen(app.profile, app.run_name or "", app.steps_spec), chosen)

@@ -264,3 +264,28 @@ def _ms(ns: float) -> str:
 
 def _pct(p: float) -> str:
     return "-" if p is None or math.isnan(p) else f"{p:+.1f}%"
+
+
+KEY_SECTIONS = [("Ranks screen", RanksScreen), ("Ranks heatmap", RankHeatmap)]
+"""The Ranks screen's keys, for the help screen and docs/tui.md (trntui/tui/screens/__init__.py)."""
+
+
+def available(app: Any) -> bool:
+    """`R` in the explorer works when the opened path holds several runs."""
+    return len(app.runs) > 1
+
+
+def open_screen(app: Any) -> None:
+    """`R` in the explorer: the Ranks screen of the job under the path."""
+    from trntui.errors import TrntuiError
+    from trntui.loaders.grouping import groups_of, pick_job
+
+    try:
+        job = pick_job(groups_of(app.runs), app.path)
+    except TrntuiError as exc:
+        app.notify(safe_text(exc), severity="warning", markup=False)
+        return
+    spans = sorted({r.span for r in job.runs if r.span is not None})
+    runs = [r for r in job.runs if r.span == spans[0]] if spans else job.runs
+    report = app.ranks_report[1] if app.ranks_report and app.ranks_report[0] == job.name else None
+    app.push_screen(RanksScreen(job.name, runs, reason=job.reason, report=report, load_options=app.load_options))

@@ -25,6 +25,7 @@ from trntui.textsafe import safe_text, truncate
 if TYPE_CHECKING:
     from trntui.analysis.chains import Chain, Hop
     from trntui.model.profile import Profile
+    from trntui.tui.panes import LoadedRun
 
 MAX_BRANCHES_SHOWN = 64
 """Branches drawn before "… N more" (a ProfilerStep can launch thousands)."""
@@ -88,6 +89,10 @@ class ChainView(ScrollView, can_focus=True):
         self.lines: list[Line] = [[("Select an op (Enter in the ops table) or an event (Enter on the timeline).", "muted")]]
 
     # -- model -----------------------------------------------------------------------------------
+    def show_run(self, run: "LoadedRun") -> None:
+        """The `Pane` interface (trntui/tui/panes.py): chains of the loaded run, times from its origin."""
+        self.set_profile(run.profile, run.origin)
+
     def set_profile(self, profile: "Profile", origin: int) -> None:
         self.profile = profile
         self.origin = origin

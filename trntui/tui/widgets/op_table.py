@@ -23,6 +23,7 @@ from trntui.textsafe import safe_text
 if TYPE_CHECKING:
     from trntui.analysis.key_averages import OpTable
     from trntui.model.profile import Profile
+    from trntui.tui.panes import LoadedRun
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,10 @@ class OpTableView(ScrollView, can_focus=True):
         self._style_cache: tuple[object, dict[str, Style]] = (None, {})
 
     # -- data ------------------------------------------------------------------------------------
+    def show_run(self, run: "LoadedRun") -> None:
+        """The `Pane` interface (trntui/tui/panes.py): show the loaded run's key_averages table."""
+        self.set_table(run.table, run.profile)
+
     def set_table(self, table: "OpTable", profile: "Profile | None" = None) -> None:
         """Show `table`, sorted by device time when there is some (like torch's examples), else self CPU."""
         self.table = table

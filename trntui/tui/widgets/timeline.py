@@ -58,6 +58,7 @@ from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
     from trntui.model.profile import Profile
+    from trntui.tui.panes import LoadedRun
 
 MAX_SUBROWS = 4
 """Nesting depths drawn per lane; deeper events share the last sub-row."""
@@ -237,6 +238,10 @@ class Timeline(Widget, can_focus=True):
         """The widget's size, kept from the last Resize (`Widget.size` costs a DOM walk per call)."""
 
     # -- model -----------------------------------------------------------------------------------
+    def show_run(self, run: "LoadedRun") -> None:
+        """The `Pane` interface (trntui/tui/panes.py): show the loaded run, on its view, from its origin."""
+        self.set_profile(run.profile, run.view, run.origin)
+
     def set_profile(self, profile: "Profile", view: tuple[int, int] | None = None, origin: int | None = None) -> None:
         """Show `profile` fitted to its span (or to the absolute `view`, e.g. `--steps`), cursor on the first
         lane row. Times are shown from `origin` (default: the start of the trace; `--steps`: of the step)."""

@@ -393,7 +393,7 @@ def open_compare(app: App, path: str | Path, *, by_shapes: bool = False) -> None
     (the explorer's `c` key). A load failure is a notification, never a traceback."""
 
     def load() -> None:
-        from trntui.commands.compare import load_runs
+        from trntui.runs import load_runs
         from trntui.errors import TrntuiError
 
         try:
@@ -411,6 +411,20 @@ def open_compare(app: App, path: str | Path, *, by_shapes: bool = False) -> None
 
     app.notify("loading every run to compare…", markup=False)
     app.run_worker(load, thread=True, exclusive=True, group="compare", exit_on_error=False)
+
+
+KEY_SECTIONS = [("Compare view", CompareScreen)]
+"""The compare view's keys, for docs/tui.md (trntui/tui/screens/__init__.py)."""
+
+
+def available(app: App) -> bool:
+    """`c` in the explorer works when the opened path holds several runs."""
+    return len(getattr(app, "runs", ())) > 1
+
+
+def open_screen(app: App) -> None:
+    """`c` in the explorer: compare every run under the opened path."""
+    open_compare(app, app.path)  # type: ignore[attr-defined]
 
 
 def run_compare_app(runs: Sequence["Run"], *, paths: Sequence[str] = (), by_shapes: bool = False) -> int:
