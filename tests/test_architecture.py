@@ -1,4 +1,5 @@
-"""The core is usable without the TUI: importing it never imports Textual."""
+"""The architecture holds: the layers import only downwards (import-linter contracts in pyproject.toml, every
+import counted, also inside functions), the core is usable without the TUI, and the repository is self-contained."""
 
 from __future__ import annotations
 
@@ -76,3 +77,38 @@ def test_cited_reference_notes_are_in_docs() -> None:
             if f"{name}.md" not in known:
                 missing.add(f"{path.relative_to(repo)}: {name}.md")
     assert not missing, sorted(missing)
+
+
+def test_layers_import_only_downwards(capsys) -> None:
+    """pyproject.toml's import-linter contracts (docs/architecture.md): the core never imports a shell or Textual,
+    the TUI never imports the CLI's commands, analysis never imports loaders or the report, loaders never import
+    analysis, the model is the bottom. Function-level and TYPE_CHECKING imports count."""
+    from pathlib import Path
+
+    from importlinter.cli import lint_imports
+
+    repo = Path(__file__).resolve().parents[1]
+    rc = lint_imports(config_filename=str(repo / "pyproject.toml"), no_cache=True)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "0 broken" in out and "kept" in out
+
+
+def test_layer_check_sees_function_level_imports(tmp_path) -> None:
+    """The import graph the contracts are checked on includes imports inside functions (most of ours are lazy)."""
+    import grimp
+
+    pkg = tmp_path / "layered"
+    (pkg / "core").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "__init__.py").write_text("")
+    (pkg / "shell.py").write_text("")
+    (pkg / "core" / "calc.py").write_text("def f():\n    from layered import shell\n    return shell\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        graph = grimp.build_graph("layered", cache_dir=None)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert "layered.shell" in graph.find_modules_directly_imported_by("layered.core.calc")
