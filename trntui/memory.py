@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from trntui.errors import TrntuiError
+from trntui.units import format_bytes
 
 FULL_LOAD_FACTOR = 2.4
 """Peak memory of an in-memory load / uncompressed JSON size. Measured 1.8-1.9x in the parent plus the forked
@@ -122,9 +123,7 @@ def json_size(path: Path) -> int:
 
 def fmt(n: int) -> str:
     """Bytes for messages, in the binary units the option takes: `1.40 GiB`, `800 MiB`."""
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.2f} GiB"
-    return f"{n / (1 << 20):.0f} MiB"
+    return format_bytes(n)
 
 
 def over_budget(path: Path, needed: int, budget: int, how: str) -> TrntuiError:

@@ -19,6 +19,7 @@ from typing import TextIO
 
 from trntui import settings
 from trntui.errors import TrntuiError
+from trntui.units import format_bytes
 
 Reporter = Callable[[str, int, int], None]
 """`(stage, done, total)`: `total` 0 means the stage has no measurable size. May raise `Cancelled`."""
@@ -67,13 +68,8 @@ def silence() -> None:
 
 
 def human_bytes(n: float) -> str:
-    if n >= 1e9:
-        return f"{n / 1e9:.2f} GB"
-    if n >= 1e6:
-        return f"{n / 1e6:.0f} MB"
-    if n >= 1e3:
-        return f"{n / 1e3:.0f} KB"
-    return f"{n:.0f} B"
+    """Bytes through a file, in powers of 1000: `50 MB of 200 MB`."""
+    return format_bytes(n, binary=False)
 
 
 class StderrProgress:

@@ -1,7 +1,7 @@
 """The pieces every text report shares: times, percentages and sizes, and tables as aligned text, Markdown and
 CSV. One place, so the CLI, the app and every report format the same value the same way.
 
-A leaf module (it imports nothing of trntui but `textsafe`): any layer may format with it.
+A leaf module (it imports nothing of trntui but `textsafe` and `units`): any layer above the model may use it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import io
 from typing import Any, Iterable, Sequence
 
 from trntui.textsafe import csv_safe, safe_text
+from trntui.units import format_bytes  # noqa: F401 - re-exported: sizes are formatted in trntui/units.py
 
 
 def format_time(us: float) -> str:
@@ -24,31 +25,6 @@ def format_time(us: float) -> str:
 
 def format_pct(p: float) -> str:
     return f"{p:.2f}%"
-
-
-_BINARY = ("B", "KiB", "MiB", "GiB", "TiB")
-_DECIMAL = ("B", "KB", "MB", "GB", "TB")
-
-
-def format_bytes(n: float, *, binary: bool = True, decimals: int | None = None) -> str:
-    """A size for people: `512 B`, `800 MiB`, `1.40 GiB` (by default GiB and up with 2 decimals, smaller units
-    whole; `decimals` fixes the decimals of every unit above bytes, e.g. 1 for a file listing: `1.3 KiB`).
-
-    `binary` (default): powers of 1024 with IEC names, the units `--memory-budget` takes and `trntui info`
-    lists; `binary=False`: powers of 1000 (`50 MB`), for progress through a file. torch's own memory columns
-    use torch's format instead (`report.summary.format_memory`), so the table reads like torch's.
-    """
-    step = 1024.0 if binary else 1000.0
-    units = _BINARY if binary else _DECIMAL
-    size = float(n)
-    k = 0
-    while abs(size) >= step and k < len(units) - 1:
-        size /= step
-        k += 1
-    if k == 0:
-        return f"{size:.0f} B"
-    places = decimals if decimals is not None else 2 if k >= 3 else 0
-    return f"{size:.{places}f} {units[k]}"
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
