@@ -12,7 +12,7 @@ from trntui.errors import TrntuiError
 from trntui.session import find_runs, load_run
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trntui.analysis.compare import Run
+    from trntui.analysis.compare import ComparedRun
 
 
 def discover(paths: Sequence[str | Path], merge: bool = False) -> list[tuple[str, Any]]:
@@ -94,7 +94,7 @@ def _path_name(path: Path, run: Any) -> str:
 def load_runs(
     paths: Sequence[str | Path], *, by_shapes: bool = False, baseline: str | None = None, options: Any = None,
     merge: bool = False,
-) -> list["Run"]:
+) -> list["ComparedRun"]:
     """Load every run under `paths` for comparison (baseline first); `options`: `LoadOptions` (None: the
     defaults, trntui/settings.py)."""
     from trntui.analysis.compare import make_run

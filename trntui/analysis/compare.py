@@ -140,8 +140,9 @@ class RunMetrics:
 
 
 @dataclass
-class Run:
-    """A loaded run ready to compare: its name, profile, op table and metrics."""
+class ComparedRun:
+    """A loaded run ready to compare: its name, profile, op table and metrics (a run on disk, before loading, is
+    `trntui.loaders.discover.Run`)."""
 
     name: str
     profile: Profile
@@ -187,10 +188,10 @@ def run_metrics(name: str, profile: Profile, table: OpTable | None = None) -> Ru
     )
 
 
-def make_run(name: str, profile: Profile, *, group_by_input_shapes: bool = False, source: str = "") -> Run:
+def make_run(name: str, profile: Profile, *, group_by_input_shapes: bool = False, source: str = "") -> ComparedRun:
     table = key_averages(profile, group_by_input_shapes=group_by_input_shapes)
     base_table = table if not group_by_input_shapes else key_averages(profile)
-    return Run(name, profile, table, run_metrics(name, profile, base_table), gap_report(profile), source)
+    return ComparedRun(name, profile, table, run_metrics(name, profile, base_table), gap_report(profile), source)
 
 
 def ratio(value: float | None, base: float | None) -> float | None:
@@ -200,7 +201,7 @@ def ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
-def headline_metric(runs: Sequence[Run]) -> str:
+def headline_metric(runs: Sequence[ComparedRun]) -> str:
     """The metric the "vs baseline" column uses: device time when every run has it, else Self CPU."""
     return "device_time" if runs and all(r.metrics.device_time is not None for r in runs) else "self_cpu"
 

@@ -10,7 +10,7 @@ from trntui.report.format import csv_text, format_time, markdown_table, text_tab
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trntui.analysis.compare import OpDiff, Run, RuleResult
+    from trntui.analysis.compare import ComparedRun, OpDiff, RuleResult
 
 
 def fmt_time(us: float | None) -> str:
@@ -36,7 +36,7 @@ def fmt_ratio(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
-def summary_columns(runs: Sequence["Run"]) -> list[tuple[str, str]]:
+def summary_columns(runs: Sequence["ComparedRun"]) -> list[tuple[str, str]]:
     """(header, key) for the run summary; keys are metric names plus `name` and `ratio`."""
     backend = next((r.metrics.backend for r in runs if r.metrics.backend), "")
     dev = f"{backend} time" if backend else "Device time"
@@ -56,7 +56,7 @@ def summary_columns(runs: Sequence["Run"]) -> list[tuple[str, str]]:
     ]
 
 
-def summary_cells(runs: Sequence["Run"]) -> list[list[str]]:
+def summary_cells(runs: Sequence["ComparedRun"]) -> list[list[str]]:
     head = headline_metric(runs)
     base = runs[0].metrics.values()[head] if runs else None
     out = []
@@ -151,7 +151,7 @@ def _sort_title(diff: "OpDiff", sort: str | None) -> str:
     return {"self_device": f"|Δ {dev}|", "self_cpu": "|Δ Self CPU|", "calls": "|Δ Calls|", "name": "name"}[sort]
 
 
-def render_text(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None, limit=40, changed=False,
+def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=40, changed=False,
                 only=None, markdown=False) -> str:
     out: list[str] = []
     base = safe_text(runs[0].name)
@@ -182,7 +182,7 @@ def render_text(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=Non
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _summary_notes(runs: Sequence["Run"]) -> list[str]:
+def _summary_notes(runs: Sequence["ComparedRun"]) -> list[str]:
     notes = [
         "Host ops: top-level operator calls in the profiled step (ops inside ProfilerStep/record_function "
         "scopes count, ops nested in other ops do not; a torch.compile region counts as one call).",
@@ -197,7 +197,7 @@ def _summary_notes(runs: Sequence["Run"]) -> list[str]:
     return notes
 
 
-def summary_records(runs: Sequence["Run"]) -> list[dict[str, Any]]:
+def summary_records(runs: Sequence["ComparedRun"]) -> list[dict[str, Any]]:
     base = runs[0].metrics.values()
     out = []
     for k, r in enumerate(runs):
@@ -215,7 +215,7 @@ def summary_records(runs: Sequence["Run"]) -> list[dict[str, Any]]:
     return out
 
 
-def render_csv(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
+def render_csv(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
                only=None) -> str:
     blocks = []
     if only in (None, "summary"):
@@ -251,7 +251,7 @@ def render_csv(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None
     return "\n".join(csv_text(list(recs[0]), [list(r.values()) for r in recs]) if recs else "" for recs in blocks)
 
 
-def json_document(runs: Sequence["Run"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
+def json_document(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
                   results: Sequence["RuleResult"] = ()) -> dict[str, Any]:
     rows = _diff_rows(diff, sort, pattern, limit, changed)
     return {

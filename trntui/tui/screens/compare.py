@@ -1,6 +1,6 @@
 """The compare view: a side-by-side run summary over an op-level diff; Enter opens an op in a run's timeline.
 
-`CompareScreen` shows already-loaded `trntui.analysis.compare.Run`s (the command loads them before the app
+`CompareScreen` shows already-loaded `trntui.analysis.compare.ComparedRun`s (the command loads them before the app
 starts, so the screen never blocks). Keys: `/` filter (regex on op names), `s`/`S` cycle the sort
 (|Δ Self device|, |Δ Self CPU|, |Δ Calls|, name), `c` changed ops only, `1`…`9` pick the run Enter opens,
 Enter opens the op under the cursor in that run's timeline (`OpTimelineScreen`, reusing the explorer's
@@ -27,7 +27,7 @@ from trntui.textsafe import safe_text, truncate
 from trntui.tui.widgets.regex_filter import RegexFilterInput
 
 if TYPE_CHECKING:
-    from trntui.analysis.compare import OpDiff, OpDiffRow, Run
+    from trntui.analysis.compare import ComparedRun, OpDiff, OpDiffRow
 
 NAME_WIDTH = 56
 """Op names are cut to this many cells in the diff table (the full name is in the timeline title)."""
@@ -63,7 +63,7 @@ class CompareScreen(Screen[None]):
     CompareScreen #compare-filter.-invalid { color: $text-error; }
     """
 
-    def __init__(self, runs: Sequence["Run"], *, by_shapes: bool = False, title: str = "", closable: bool = False) -> None:
+    def __init__(self, runs: Sequence["ComparedRun"], *, by_shapes: bool = False, title: str = "", closable: bool = False) -> None:
         super().__init__()
         from trntui.analysis.compare import diff_ops
 
@@ -264,7 +264,7 @@ class GapsScreen(ModalScreen[None]):
     GapsScreen > VerticalScroll { width: 95%; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, runs: Sequence["Run"]) -> None:
+    def __init__(self, runs: Sequence["ComparedRun"]) -> None:
         super().__init__()
         self.runs = list(runs)
 
@@ -297,7 +297,7 @@ class OpTimelineScreen(Screen[None]):
     OpTimelineScreen Timeline:focus, OpTimelineScreen ChainView:focus { border-top: solid $accent; }
     """
 
-    def __init__(self, run: "Run", table_row: int, number: int) -> None:
+    def __init__(self, run: "ComparedRun", table_row: int, number: int) -> None:
         super().__init__()
         self.run = run
         self.table_row = table_row
@@ -371,7 +371,7 @@ class CompareApp(App[None]):
     TITLE = "trntui compare"
     BINDINGS = [Binding("q", "quit", "Quit", id="compare-quit")]
 
-    def __init__(self, runs: Sequence["Run"], *, by_shapes: bool = False, title: str = "") -> None:
+    def __init__(self, runs: Sequence["ComparedRun"], *, by_shapes: bool = False, title: str = "") -> None:
         super().__init__()
         self.runs = list(runs)
         self.by_shapes = by_shapes
@@ -427,7 +427,7 @@ def open_screen(app: App) -> None:
     open_compare(app, app.path)  # type: ignore[attr-defined]
 
 
-def run_compare_app(runs: Sequence["Run"], *, paths: Sequence[str] = (), by_shapes: bool = False) -> int:
+def run_compare_app(runs: Sequence["ComparedRun"], *, paths: Sequence[str] = (), by_shapes: bool = False) -> int:
     title = "trntui compare · " + " ".join(paths) if paths else "trntui compare"
     CompareApp(runs, by_shapes=by_shapes, title=title).run()
     return 0
