@@ -103,6 +103,7 @@ async def test_invalid_filter_keeps_rows(corpus_runs) -> None:
 
 async def test_enter_opens_op_in_run_timeline(corpus_runs) -> None:
     app = CompareApp(corpus_runs)
+    app.NOTIFICATION_TIMEOUT = 120  # the notice is checked after the screen change: a loaded machine took > 5 s
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.compare
