@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from trntui.analysis.roofline import Point, Roof, peak_for, roof_for
-from trntui.model.device import ENGINES, Coded, coded, engine_name
+from trntui.model.device import ENGINES, Coded, Window, coded, engine_name  # (Window: part of this module's interface)
 
 if TYPE_CHECKING:
     from trntui.model.device import DeviceExport
@@ -67,24 +67,6 @@ def is_hbm(location: str) -> bool:
 # ----------------------------------------------------------------------------------------------------------
 # windows
 # ----------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Window:
-    """The part of a device profile analysed: [start, end) on the export's clock."""
-
-    start: int
-    end: int
-    label: str
-    index: int | None = None
-    """Execution index (`ExecutionInfo.execution_index`), None for the whole profile."""
-    neff: str = ""
-    whole: bool = False
-    """True when this is the whole profile (the export's Summary applies)."""
-
-    @property
-    def ns(self) -> int:
-        return max(self.end - self.start, 0)
-
-
 def _span(export: "DeviceExport") -> tuple[int, int]:
     ins = export.instructions
     lo = int(ins["start_ts"].min()) if len(ins) else 0

@@ -181,3 +181,21 @@ class DeviceExport:
             "notes": list(self.notes),
             "warnings": list(self.warnings),
         }
+
+
+@dataclass(frozen=True)
+class Window:
+    """The part of a device profile analysed: [start, end) on the export's clock."""
+
+    start: int
+    end: int
+    label: str
+    index: int | None = None
+    """Execution index (`ExecutionInfo.execution_index`), None for the whole profile."""
+    neff: str = ""
+    whole: bool = False
+    """True when this is the whole profile (the export's Summary applies)."""
+
+    @property
+    def ns(self) -> int:
+        return max(self.end - self.start, 0)

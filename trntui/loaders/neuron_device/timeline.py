@@ -22,8 +22,7 @@ system trace's (a device profile has no framework ops; `trntui device` is its re
 from trntui.model.profile import Profile, ProfileMeta, Tier
 
 if TYPE_CHECKING:
-    from trntui.analysis.device import Window
-    from trntui.model.device import DeviceExport
+    from trntui.model.device import DeviceExport, Window
 
 
 def device_profile(export: "DeviceExport", window: "Window | None" = None, shift: int = 0, nc: int | None = None) -> Profile:
