@@ -146,9 +146,8 @@ class CompareScreen(Screen[None]):
         t = self.table
         t.clear(columns=True)
         cols = diff_columns(self.diff)
-        for title, field, k in cols:
-            t.add_column(Text(title, justify="left" if field == "name" else "right"), key=f"{field}:{k}")
-        for i, r in enumerate(rows):
+        table_rows = []
+        for r in rows:
             cells = []
             for _, field, k in cols:
                 text = diff_cell(r, field, k)
@@ -161,6 +160,13 @@ class CompareScreen(Screen[None]):
                 elif field == "status":
                     style = {"new": "yellow", "removed": "magenta", "changed": "", "same": "dim"}[text]
                 cells.append(Text(text, style=style, justify="left" if field == "name" else "right"))
+            table_rows.append(cells)
+        # explicit widths (the widest cell): DataTable sizes auto-width columns only when idle, and a table
+        # re-sorted under load was drawn, and read by tests, with its columns as narrow as their headers
+        for j, (title, field, k) in enumerate(cols):
+            width = max([Text(title).cell_len, *(row[j].cell_len for row in table_rows)])
+            t.add_column(Text(title, justify="left" if field == "name" else "right"), key=f"{field}:{k}", width=width)
+        for i, cells in enumerate(table_rows):
             t.add_row(*cells, key=str(i))
         self.query_one("#compare-diff-title", Static).update(Text(self.diff_title()))
 
