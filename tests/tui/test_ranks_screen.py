@@ -10,7 +10,7 @@ import pytest
 from tests.rank_job import make_job
 from tests.tui.test_compare_view import wait_for
 from trntui.tui.app import TrntuiApp
-from trntui.tui.compare import CompareScreen
+from trntui.tui.screens.compare import CompareScreen
 from trntui.tui.screens.ranks import RanksScreen
 from trntui.tui.screens.runs import RunPicker
 

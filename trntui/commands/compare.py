@@ -134,6 +134,6 @@ def launch_compare(
     from trntui.runs import load_runs
 
     runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline, options=options, merge=merge)
-    from trntui.tui.compare import run_compare_app
+    from trntui.tui.screens.compare import run_compare_app
 
     return run_compare_app(runs, paths=[str(p) for p in paths], by_shapes=by_shapes)

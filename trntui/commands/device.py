@@ -62,7 +62,7 @@ def locate(path: Path, nc: int | None = None) -> "DeviceRef":
 
 def run(args: argparse.Namespace) -> int:
     from trntui.analysis.device import analyse, window_for
-    from trntui.device_report import render
+    from trntui.report.device import render
     from trntui.loaders.neuron_device import load_device
 
     ref = locate(Path(args.path), args.nc)

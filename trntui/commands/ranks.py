@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.errors import TrntuiError
     from trntui.per_rank import summarize_ranks
     from trntui.progress import finished, report
-    from trntui.report_ranks import render, write_parquet
+    from trntui.report.ranks import render, write_parquet
 
     if args.format == "parquet" and not args.out:
         raise TrntuiError("--format parquet needs --out DIR")

@@ -6,6 +6,7 @@
 - `compare`: the run summary and op diff (`trntui compare`, the compare view).
 - `gaps`: hardware busy/idle and the largest gaps (`trntui summary --gaps`, the compare view).
 - `info`: what a profile directory holds (`trntui info`).
+- `overview`, `device`, `ranks`: `trntui overview`, `trntui device`, `trntui ranks` (and their screens' tables).
 
 Pure functions, no Textual; names from traces pass through `textsafe.safe_text` before they are printed.
 Importing this package imports nothing: `from trntui.report import render` (the summary's names, as before the

@@ -75,13 +75,13 @@ def render_text(doc: dict[str, Any]) -> str:
             out.append("")
             out.append("other traces (not part of a Neuron session): " + ", ".join(st(p) for p in doc["other_traces"]))
         if doc.get("device_profiles"):
-            from trntui.device_report import info_lines
+            from trntui.report.device import info_lines
 
             out.append("")
             out += info_lines(doc["device_profiles"])
         return "\n".join(out) + "\n"
     if doc["kind"] == "device":
-        from trntui.device_report import info_lines
+        from trntui.report.device import info_lines
 
         n = len(doc["device_profiles"])
         out.append(f"{st(doc['path'])}: {n} Neuron device profile{'s' if n != 1 else ''} (Explorer Parquet)")

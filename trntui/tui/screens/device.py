@@ -30,7 +30,7 @@ from trntui.tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
     from trntui.analysis.device import DeviceReport, Target
-    from trntui.device_report import Table
+    from trntui.report.device import Table
     from trntui.model.device import DeviceExport
     from trntui.model.profile import Profile
 
@@ -173,7 +173,7 @@ class DeviceScreen(Screen[None]):
     @on(DeviceLoaded)
     def _loaded(self, message: DeviceLoaded) -> None:
         from trntui.analysis.timeline import format_ns
-        from trntui.device_report import tables
+        from trntui.report.device import tables
 
         self.export, self.report = message.export, message.report
         r, e = message.report, message.export
@@ -196,7 +196,7 @@ class DeviceScreen(Screen[None]):
         if self.report is None:
             return
         from trntui.analysis.roofline import si
-        from trntui.device_report import engine_lines, human_bytes, pct
+        from trntui.report.device import engine_lines, human_bytes, pct
 
         r = self.report
         pane = self.query_one("#device-engines", Static)
@@ -216,7 +216,7 @@ class DeviceScreen(Screen[None]):
         if self.report is None:
             return
         from trntui.analysis.roofline import ascii_plot, fmt_ai, short_verdict, si
-        from trntui.device_report import plot_points
+        from trntui.report.device import plot_points
 
         r = self.report
         pane = self.query_one("#device-roofline", Static)
@@ -312,7 +312,7 @@ class RooflineScreen(ModalScreen[None]):
             yield Static(id="roofline-text", markup=False)
 
     def on_resize(self) -> None:
-        from trntui.device_report import roofline_lines
+        from trntui.report.device import roofline_lines
 
         width = max(int(self.size.width * 0.96) - 8, 40)
         ops = sum(1 for p in self.report.points if p.bound != "no data")

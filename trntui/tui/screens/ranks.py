@@ -241,7 +241,7 @@ class RanksScreen(Screen[None]):
         self.app.call_from_thread(self._push_compare, loaded)
 
     def _push_compare(self, loaded: list) -> None:
-        from trntui.tui.compare import CompareScreen
+        from trntui.tui.screens.compare import CompareScreen
 
         title = f"trntui compare · {self.job}: {loaded[0].name} vs {loaded[1].name}"
         self.app.push_screen(CompareScreen(loaded, title=title, closable=True))
