@@ -413,16 +413,16 @@ def test_cached_run_keeps_kernel_figures_and_gives_the_same_overview(tmp_path, c
     first = load_run(run)  # parsed, entry written
     doc1 = overview(first).to_dict()
     entry = first.cache["cache_entry"]
-    assert (entry / "derived_overview_kernels_v1.npz").is_file()
+    assert (entry / "derived_overview_kernels_v2.npz").is_file()
     again = load_run(run)  # from the cache
     assert "cache_entry" in again.cache
-    stored = cache.load_derived(again, "overview_kernels_v1")
+    stored = cache.load_derived(again, "overview_kernels_v2")
     assert stored is not None and len(stored["idx"]) == sum(r.calls for r in overview(first).kernel_tables.by_name)
     assert overview(again).to_dict() == doc1
     assert overview(load_run(run), "552").to_dict()["steps"] == [doc1["steps"][1]]  # rows of the kept costs
     os.utime(trace, ns=(1, 1))  # a changed file: a miss, the entry is rebuilt without the derived arrays
     third = load_run(run)
-    assert cache.load_derived(third, "overview_kernels_v1") is None
+    assert cache.load_derived(third, "overview_kernels_v2") is None
 
 
 def test_memory_curve_on_a_real_profile_memory_capture(tmp_path):

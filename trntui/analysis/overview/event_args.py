@@ -24,8 +24,9 @@ class KernelArgs(msgspec.Struct):
     device: int = -1
     blocks_per_sm: float = msgspec.field(default=float("nan"), name="blocks per SM")
     occupancy: float = msgspec.field(default=float("nan"), name="est. achieved occupancy %")
-    grid: tuple[int, int, int] = (-1, -1, -1)
-    block: tuple[int, int, int] = (-1, -1, -1)
+    grid: msgspec.Raw = msgspec.Raw(b"null")
+    """Kept as its JSON text (decoding a tuple per kernel tripled the decode time); parsed per distinct value."""
+    block: msgspec.Raw = msgspec.Raw(b"null")
     registers: int = msgspec.field(default=0, name="registers per thread")
     shared_memory: int = msgspec.field(default=0, name="shared memory")
 
@@ -50,13 +51,10 @@ class LooseKernelArgs(msgspec.Struct):
             except (TypeError, ValueError):
                 return default
 
-        def dim3(v: Any) -> tuple[int, int, int]:
-            if isinstance(v, (list, tuple)) and len(v) == 3:
-                try:
-                    return (int(v[0]), int(v[1]), int(v[2]))
-                except (TypeError, ValueError):
-                    pass
-            return (-1, -1, -1)
+        def dim3(v: Any) -> msgspec.Raw:
+            if isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, int) for x in v):
+                return msgspec.Raw(msgspec.json.encode(list(v)))
+            return msgspec.Raw(b"null")
 
         nan = float("nan")
         dev = num(self.device, -1)

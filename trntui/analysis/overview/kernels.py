@@ -57,20 +57,35 @@ class KernelFacts:
     occupancy: np.ndarray
     """`est. achieved occupancy %`, nan where missing."""
     launch: np.ndarray
-    """Per kernel: index of its (grid, block, registers per thread, shared memory) in `launches`."""
+    """Per kernel: index of its launch configuration in `launches`."""
     launches: np.ndarray
-    """(n, 8) int64: grid x/y/z, block x/y/z, registers, shared memory (-1 where missing)."""
+    """(n, 3) int64: index into `dims` of the (grid, block) pair, registers per thread, shared memory."""
     tc_name: np.ndarray
     """Per name id: the name matches a Tensor Core pattern."""
+    dims: list[tuple[str, str]] = field(default_factory=list)
+    """Distinct (grid, block) as the plugin printed them: `[4, 106, 1]`, `[128, 1, 1]` (`None` when absent)."""
 
     def launch_text(self, k: int) -> tuple[str, str, str, str]:
-        """The launch configuration as the plugin printed it: `[4, 106, 1]`, `[128, 1, 1]`, `30`, `0`."""
-        g = self.launches[k].tolist()
-        dim = lambda v: "None" if v[0] < 0 else str(list(v))  # noqa: E731
-        return dim(g[0:3]), dim(g[3:6]), str(max(g[6], 0)), str(max(g[7], 0))
+        """Launch configuration `k` as the plugin printed it: grid, block, registers per thread, shared memory."""
+        g, regs, smem = self.launches[k].tolist()
+        grid, block = self.dims[g] if 0 <= g < len(self.dims) else ("None", "None")
+        return grid, block, str(max(regs, 0)), str(max(smem, 0))
 
 
-_DERIVED = "overview_kernels_v1"
+def _dims_text(raw: bytes) -> tuple[str, str]:
+    import json
+
+    out = []
+    for part in raw.split(b"|", 1):  # b"<grid JSON>|<block JSON>"
+        try:
+            v = json.loads(part)
+        except ValueError:
+            v = None
+        out.append("None" if v is None else str(v))
+    return out[0], out[1]
+
+
+_DERIVED = "overview_kernels_v2"
 
 
 def _unique_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,23 +115,29 @@ def kernel_facts(profile: Profile, idx: np.ndarray) -> KernelFacts:
     stored = cache.load_derived(profile, _DERIVED)
     if stored is not None and len(stored.get("idx", ())) == len(idx) and np.array_equal(stored["idx"], idx):
         facts = KernelFacts(idx, stored["device"], stored["blocks_per_sm"], stored["occupancy"], stored["launch"],
-                            stored["launches"], tc_name)
+                            stored["launches"], tc_name, list(zip(stored["grids"].tolist(), stored["blocks"].tolist())))
     else:
         args = decode_many(profile, idx, KernelArgs, LooseKernelArgs)
         m = len(args)
         dev = np.fromiter((a.device for a in args), np.int64, count=m)
         bps = np.fromiter((a.blocks_per_sm for a in args), np.float64, count=m)
         occ = np.fromiter((a.occupancy for a in args), np.float64, count=m)
-        table = np.empty((m, 8), np.int64)
+        dim_ids: dict[bytes, int] = {}
+        table = np.empty((m, 3), np.int64)
         if m:
-            table[:, 0:3] = np.array([a.grid for a in args], np.int64).reshape(m, 3)
-            table[:, 3:6] = np.array([a.block for a in args], np.int64).reshape(m, 3)
-            table[:, 6] = np.fromiter((a.registers for a in args), np.int64, count=m)
-            table[:, 7] = np.fromiter((a.shared_memory for a in args), np.int64, count=m)
+            table[:, 0] = np.fromiter((dim_ids.setdefault(bytes(a.grid) + b"|" + bytes(a.block), len(dim_ids)) for a in args),
+                                      np.int64, count=m)
+            table[:, 1] = np.fromiter((a.registers for a in args), np.int64, count=m)
+            table[:, 2] = np.fromiter((a.shared_memory for a in args), np.int64, count=m)
+        dims = [_dims_text(k) for k in dim_ids]
         launches, launch = _unique_rows(table)
-        facts = KernelFacts(np.asarray(idx, np.int64), dev, bps, occ, launch.reshape(-1).astype(np.int64), launches, tc_name)
-        cache.save_derived(profile, _DERIVED, {"idx": facts.idx, "device": dev, "blocks_per_sm": bps, "occupancy": occ,
-                                               "launch": facts.launch, "launches": launches})
+        facts = KernelFacts(np.asarray(idx, np.int64), dev, bps, occ, launch.reshape(-1).astype(np.int64), launches,
+                            tc_name, dims)
+        cache.save_derived(profile, _DERIVED, {
+            "idx": facts.idx, "device": dev, "blocks_per_sm": bps, "occupancy": occ, "launch": facts.launch,
+            "launches": launches, "grids": np.array([g for g, _ in dims] or [""], dtype=str)[: len(dims)],
+            "blocks": np.array([b for _, b in dims] or [""], dtype=str)[: len(dims)],
+        })
     profile.cache["overview_kernel_facts"] = facts
     return facts
 
