@@ -1,17 +1,16 @@
 """Text output of `trntui overview`: table (terminal), markdown, CSV (the step breakdown) and JSON.
 
 JSON is `Overview.to_dict()` (the stable interface, docs/overview.md). Names from the trace are made
-terminal-safe (`safe_text`) and CSV cells formula-safe (`csv_safe`).
+terminal-safe (`safe_text`); tables and CSV come from `trntui.report.format`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import TYPE_CHECKING, Any
 
 from trntui.analysis.overview.bars import stack_cells
-from trntui.textsafe import csv_safe, safe_text, truncate
+from trntui.report.format import csv_text, markdown_table, text_table
+from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
     from trntui.analysis.overview import Overview
@@ -26,22 +25,6 @@ def _us(ns: float) -> str:
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.2f}%"
-
-
-def _grid(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
-    """A plain text table: the first `left` columns left-aligned, the rest right-aligned."""
-    widths = [max(len(str(r[k])) for r in [header, *rows]) for k in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(str(c).ljust(w) if k < left else str(c).rjust(w) for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
-def _md(header: list[str], rows: list[list[str]]) -> list[str]:
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    return ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(esc(c) for c in r) + " |" for r in rows)]
 
 
 def breakdown_rows(ov: "Overview") -> tuple[list[str], list[list[str]]]:
@@ -147,11 +130,11 @@ def header_line(ov: "Overview", title: str | None) -> str:
 
 
 def render_table(ov: "Overview", title: str | None = None, markdown: bool = False) -> str:
-    grid = _md if markdown else _grid
+    grid = markdown_table if markdown else (lambda header, rows: text_table(header, rows, align="l"))
     h = (lambda s: f"## {s}") if markdown else (lambda s: s)
     out: list[str] = [("# " if markdown else "") + header_line(ov, title), ""]
     header, rows = breakdown_rows(ov)
-    out += [h("Step time breakdown"), ""] + (grid(header, rows) if markdown else grid(header, rows))
+    out += [h("Step time breakdown"), ""] + grid(header, rows)
     if not markdown:
         out += [""] + [f"  {line}" for line in bar_lines(ov)]
     out += ["", h("Device"), ""] + [("- " + line.strip() if markdown else line) for line in device_lines(ov)]
@@ -179,17 +162,14 @@ def render_table(ov: "Overview", title: str | None = None, markdown: bool = Fals
 
 def render_csv(ov: "Overview", title: str | None = None) -> str:
     """The step breakdown, one row per step (µs), plus the average row; a `run` column with several runs."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    head = ["step", "total_us", *[f"{c}_us" for c in ov.visible]]
-    w.writerow((["run"] if title else []) + head)
-    pre = [csv_safe(title)] if title else []
-    for k, s in enumerate(ov.steps):
-        w.writerow(pre + [s.number, round(s.duration / 1000.0, 3),
-                          *[round(float(ov.costs[k, ov.categories.index(c)]) / 1000.0, 3) for c in ov.visible]])
-    w.writerow(pre + ["average", round(ov.average_ns.get("Total", 0.0) / 1000.0, 3),
-                      *[round(ov.average_ns.get(c, 0.0) / 1000.0, 3) for c in ov.visible]])
-    return buf.getvalue()
+    head = (["run"] if title else []) + ["step", "total_us", *[f"{c}_us" for c in ov.visible]]
+    pre = [title] if title else []
+    rows = [pre + [s.number, round(s.duration / 1000.0, 3),
+                   *[round(float(ov.costs[k, ov.categories.index(c)]) / 1000.0, 3) for c in ov.visible]]
+            for k, s in enumerate(ov.steps)]
+    rows.append(pre + ["average", round(ov.average_ns.get("Total", 0.0) / 1000.0, 3),
+                       *[round(ov.average_ns.get(c, 0.0) / 1000.0, 3) for c in ov.visible]])
+    return csv_text(head, rows)
 
 
 def render(ov: "Overview", fmt: str, title: str | None = None) -> str:
