@@ -8,6 +8,12 @@
     python bench/run.py --hta --hta-2m  # ... and of the 2M-event trace too (several GB of RAM, minutes)
     python bench/run.py --only neuron   # just the Neuron section (prints; never writes RESULTS.md)
     python bench/run.py --only hta      # just the CPU trace's baselines + the HTA row (prints only)
+    python bench/run.py --only floor    # just the ratio to the shared floor (bench/floor_ratio.py; prints only)
+    python bench/run.py --floor-rounds 11  # more interleaved rounds for that table (default 7; --quick: 3)
+
+The first table is `trntui summary --no-cache` against the shared decode floor (bench/msgspec_floor.py, vendored
+verbatim), whole process each, runs interleaved, medians (bench/floor_ratio.py): the CPU trace and 2M events (the
+CPU trace only with --quick).
     python bench/run.py --only overview # `trntui overview` on the 2M trace vs `summary --no-cache` (prints only)
 
 Inputs are generated under bench/_data/ (git-ignored) by bench/make_inputs.py when missing. Every big case runs
@@ -624,8 +630,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
     ap.add_argument("--hta", action="store_true", help="also time HTA's TraceAnalysis load of the CPU trace (own venv)")
     ap.add_argument("--hta-2m", action="store_true", help="with --hta: also HTA on the 2M-event trace (GBs, minutes)")
-    ap.add_argument("--only", choices=("neuron", "hta", "overview"),
+    ap.add_argument("--only", choices=("neuron", "hta", "overview", "floor"),
                     help="run just that section and print it (no RESULTS.md)")
+    ap.add_argument("--floor-rounds", type=int, default=None, help="interleaved rounds of the floor table (default 7)")
     ap.add_argument("--worker", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -646,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     neuron = None
     if args.only == "neuron" or (not args.quick and not args.only):
         neuron = make_inputs.ensure("neuron")
-    if args.only in ("neuron", "overview"):
+    if args.only in ("neuron", "overview", "floor"):
         files = []
     elif args.only == "hta":
         files = files[:2] if args.hta_2m else files[:1]
@@ -656,6 +663,16 @@ def main(argv: list[str] | None = None) -> int:
              + (" --hta-2m" if args.hta_2m else "") + "`.\n"]
     notes: list[str] = []
     inter: dict = {}
+    if args.only in (None, "floor"):
+        import floor_ratio
+
+        rounds = args.floor_rounds or (3 if args.quick else 7)
+        lines.append("\n### `trntui summary --no-cache` / the shared decode floor (whole process each, interleaved, "
+                     "medians)\n")
+        lines.append("The floor is `bench/msgspec_floor.py`, vendored verbatim from the project's shared bench (a typed "
+                     "msgspec decode of every event, args kept raw). Target (issue 20): ≤ 1.2× on both traces, peak "
+                     "RSS ≤ 2× the JSON size.\n")
+        lines.extend(floor_ratio.run(["cpu"] if args.quick else ["cpu", "2m"], rounds))
     for path, label in files:
         big = path.stat().st_size > 100e6
         targets = {

@@ -22,6 +22,7 @@ import numpy as np
 from trntui.analysis.demangle import demangle
 from trntui.analysis.links import Links, build_links, thread_codes
 from trntui.model import categories as C
+from trntui.model.arrays import distinct
 from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
 from trntui.model.profile import NO_ID, EventKind, Profile, chain_lengths
 
@@ -823,7 +824,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     bounds = np.cumsum(count)[:-1] if ng else []
     rows_events = np.split(evs[glob][members], bounds) if ng else []
     first_ev = evs[firsts]
-    names = table_names(profile, np.unique(profile.name[first_ev]))
+    names = table_names(profile, distinct(profile.name[first_ev]))
     name_col = [names[k] for k in profile.name[first_ev].tolist()]
     dtype_col = [labels[k] for k in dcode[firsts].tolist()]
     shapes_col = [shape_names[k] for k in (sid[firsts].tolist())] if by_shapes else [""] * ng

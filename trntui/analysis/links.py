@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trntui.model import categories as C
-from trntui.model.arrays import small_codes
+from trntui.model.arrays import distinct, small_codes
 from trntui.model.intervals import walk_back
 from trntui.model.profile import NO_ID, EventKind, Profile
 
@@ -163,7 +163,7 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
     start, end = profile.start, profile.end
     corder = profile.by_key_then_time(keys, np.sort(candidates))
     ck = keys[corder]
-    for t in np.unique(keys[queries]).tolist():
+    for t in distinct(keys[queries]).tolist():
         a = np.searchsorted(ck, t, side="left")
         b = np.searchsorted(ck, t, side="right")
         if a == b:

@@ -1,0 +1,150 @@
+"""`trntui summary --no-cache` against the shared decode floor (bench/msgspec_floor.py), whole process each.
+
+    python bench/floor_ratio.py                 # both traces (CPU trace + 2M events), 7 interleaved rounds
+    python bench/floor_ratio.py --rounds 11     # more rounds (medians settle on a noisy machine)
+    python bench/floor_ratio.py --only cpu      # one trace: cpu or 2m
+
+For each trace and round the floor and trntui run back to back, their order swapped every round (so a drift in
+the machine's speed hits both alike), after one untimed warm-up run of each (page cache, bytecode). Reported:
+medians of wall time, the ratio of the medians and the median of the per-round ratios, CPU time (user+sys, every
+process of the run, so trntui's forked decoder counts), peak RSS (`/usr/bin/time`: the largest process) and the
+load average before and after. The target (issue 20): ratio <= 1.2 on both traces, peak RSS <= 2x the JSON size.
+
+Both run as a user's install would: with compiled bytecode (in bench/_data/pycache; the environment's
+PYTHONDONTWRITEBYTECODE would otherwise make every trntui run compile its modules first) and the bench's own cache
+directory (unused: --no-cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import make_inputs  # noqa: E402
+
+FLOOR = HERE / "msgspec_floor.py"
+PYCACHE = make_inputs.DATA / "pycache"
+TARGET_RATIO = 1.2
+TARGET_RSS = 2.0
+
+TRACES = {
+    "cpu": ("cpu", "CPU trace (4-layer TransformerEncoder, record_shapes)"),
+    "2m": ("2m", "2M events (CUDA corpus trace replicated)"),
+}
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX=str(PYCACHE), PYTHONPATH=str(ROOT), TRNTUI_CACHE_DIR=str(make_inputs.DATA / "cache"))
+    return env
+
+
+def command(which: str, trace: Path) -> list[str]:
+    if which == "floor":
+        return [sys.executable, str(FLOOR), str(trace)]
+    return [sys.executable, "-m", "trntui.cli", "summary", str(trace), "--no-cache", "--limit", "20"]
+
+
+def run_once(cmd: list[str]) -> dict[str, float]:
+    """Wall, CPU (user+sys of every process of the run) and peak RSS (MB) of one whole-process run."""
+    timer = Path("/usr/bin/time")
+    full = [str(timer), "-f", "BENCH_MAXRSS_KB=%M", *cmd] if timer.exists() else cmd
+    t = time.perf_counter()
+    proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=str(ROOT))
+    err = proc.stderr.read() if proc.stderr else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-1500:]}")
+    rss = usage.ru_maxrss / 1024
+    for line in err.decode(errors="replace").splitlines():
+        if line.startswith("BENCH_MAXRSS_KB="):
+            rss = int(line.split("=", 1)[1]) / 1024
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": rss}
+
+
+def measure(trace: Path, rounds: int, progress: bool = True) -> dict:
+    """Interleaved runs of the floor and trntui on one trace; medians and ratios."""
+    for which in ("floor", "trntui"):  # warm-up: page cache and bytecode, not counted
+        run_once(command(which, trace))
+    load_before = os.getloadavg()[0]
+    runs: dict[str, list[dict[str, float]]] = {"floor": [], "trntui": []}
+    for r in range(rounds):
+        pair = ("floor", "trntui") if r % 2 == 0 else ("trntui", "floor")
+        for which in pair:
+            runs[which].append(run_once(command(which, trace)))
+        if progress:
+            f, t = runs["floor"][-1]["wall"], runs["trntui"][-1]["wall"]
+            print(f"   round {r + 1}/{rounds}: floor {f:.3f} s, trntui {t:.3f} s ({t / f:.2f}x)", file=sys.stderr, flush=True)
+    load_after = os.getloadavg()[0]
+    med = {w: {k: statistics.median(x[k] for x in rs) for k in ("wall", "cpu")} for w, rs in runs.items()}
+    size = trace.stat().st_size
+    return {
+        "trace": trace,
+        "size_mb": size / 1e6,
+        "rounds": rounds,
+        "load": (load_before, load_after),
+        "floor": med["floor"],
+        "trntui": med["trntui"],
+        "floor_range": (min(x["wall"] for x in runs["floor"]), max(x["wall"] for x in runs["floor"])),
+        "trntui_range": (min(x["wall"] for x in runs["trntui"]), max(x["wall"] for x in runs["trntui"])),
+        "ratio": med["trntui"]["wall"] / med["floor"]["wall"],
+        "ratio_per_round": statistics.median(t["wall"] / f["wall"] for f, t in zip(runs["floor"], runs["trntui"])),
+        "cpu_ratio": med["trntui"]["cpu"] / med["floor"]["cpu"],
+        "rss_mb": max(x["rss"] for x in runs["trntui"]),
+        "floor_rss_mb": max(x["rss"] for x in runs["floor"]),
+    }
+
+
+def table(results: list[tuple[str, dict]]) -> list[str]:
+    lines = [
+        "| trace | floor (median wall) | `trntui summary --no-cache` (median wall) | ratio of medians | median of per-round "
+        "ratios | CPU: floor / trntui (ratio) | trntui peak RSS (/ JSON size) | load average before → after | target |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, r in results:
+        ok = r["ratio"] <= TARGET_RATIO and r["rss_mb"] / r["size_mb"] <= TARGET_RSS
+        lines.append(
+            f"| {label}: `{r['trace'].name}`, {r['size_mb']:.0f} MB ({r['rounds']} rounds) "
+            f"| {r['floor']['wall']:.3f} s ({r['floor_range'][0]:.3f}–{r['floor_range'][1]:.3f}) "
+            f"| {r['trntui']['wall']:.3f} s ({r['trntui_range'][0]:.3f}–{r['trntui_range'][1]:.3f}) "
+            f"| **{r['ratio']:.2f}×** | {r['ratio_per_round']:.2f}× "
+            f"| {r['floor']['cpu']:.2f} s / {r['trntui']['cpu']:.2f} s ({r['cpu_ratio']:.2f}×) "
+            f"| {r['rss_mb']:,.0f} MB ({r['rss_mb'] / r['size_mb']:.2f}×) "
+            f"| {r['load'][0]:.1f} → {r['load'][1]:.1f} "
+            f"| ≤ {TARGET_RATIO}×, RSS ≤ {TARGET_RSS}× JSON: {'met' if ok else 'NOT met'} |"
+        )
+    return lines
+
+
+def run(which: list[str], rounds: int) -> list[str]:
+    results = []
+    for key in which:
+        kind, label = TRACES[key]
+        trace = make_inputs.ensure(kind)
+        print(f"== floor ratio: {label} ({trace.name})", file=sys.stderr, flush=True)
+        results.append((label, measure(trace, rounds)))
+    return table(results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds per trace (default 7)")
+    ap.add_argument("--only", choices=sorted(TRACES), help="one trace only")
+    args = ap.parse_args(argv)
+    lines = run([args.only] if args.only else list(TRACES), args.rounds)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
