@@ -449,6 +449,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         cpu_mask &= sel
         dev_mask &= sel
     cpu = np.nonzero(cpu_mask)[0]
+    del complete, excluded, name_ok, cpu_mask  # (big temporaries are dropped as soon as they are used up)
 
     # thread per event: runtime rows linked to an op (torch: linked CPU events) take the op's thread
     _, codes = thread_codes(profile)  # thread keys as small codes, in the keys' order
@@ -469,7 +470,9 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     s_pos = start[order]
     e_pos = end[order]
     ppos = _stack_parents(codes[order], s_pos, e_pos)
+    del codes
     total_us = _us(e_pos, origin) - _us(s_pos, origin)
+    del s_pos, e_pos
 
     # device rows attached to their frontend op (torch: kernels of `fe`, linked via External id / correlation)
     dv = np.nonzero(dev_mask & (links.op_of >= 0))[0]
@@ -505,6 +508,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     pp = np.maximum(ppos, 0)
     nkids = np.bincount(ppos[has_par], minlength=m) if m else np.zeros(0, np.int64)
     deleted = has_par & (nkids[pp] == 1) & (nm[pp] == nm) if m else np.zeros(0, bool)
+    del nkids, nm
     top = np.arange(m)
     top[deleted] = ppos[deleted]
     while m and deleted[top].any():
@@ -537,12 +541,14 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         has_kern_pos[tops] = has_kern_pos[d]
     kept = np.nonzero(~deleted)[0]
     final_parent = np.where(has_par, top[pp], -1)  # positions; -1 at roots
+    del has_par, pp, top, ppos
     fp = final_parent[kept]
     linked = fp >= 0
     # Self CPU: the children's totals summed in child (tree) order, then subtracted, as torch does
     children_us = np.zeros(m, np.float64)
     _ordered_sum(children_us, fp[linked], total_us[kept[linked]])
     self_us = total_us - children_us
+    del children_us
 
     # device_time_total bottom-up over the final tree: own kernels plus the children's totals (summed in order)
     if has_kern:
@@ -678,7 +684,10 @@ def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray
         if span * (int(threads[-1]) + 2) < 1 << 62:
             run = np.maximum.accumulate(threads * span + (e - lo))
             before = run[:-1] - threads[1:] * span + lo  # max end of the earlier events of the thread
+            del run
             cand[1:][before < thr[1:]] = -1
+            del before
+        del threads
     act = np.nonzero(cand >= 0)[0]
     while len(act):
         c = cand[act]
@@ -764,10 +773,13 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         dev_t = zf(len(evs))
         self_d = dev_t
     has_memory = bool(tree.memory_attached)
-    mem_cpu = np.concatenate([tree.cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
-    mem_self_cpu = np.concatenate([tree.self_cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
-    mem_dev = np.concatenate([tree.device_memory, zi(nd), tree.memory_rows_device, zi(no)])
-    mem_self_dev = np.concatenate([tree.self_device_memory, zi(nd), tree.memory_rows_device, zi(no)])
+    if has_memory:
+        mem_cpu = np.concatenate([tree.cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
+        mem_self_cpu = np.concatenate([tree.self_cpu_memory, zi(nd), tree.memory_rows_cpu, zi(no)])
+        mem_dev = np.concatenate([tree.device_memory, zi(nd), tree.memory_rows_device, zi(no)])
+        mem_self_dev = np.concatenate([tree.self_device_memory, zi(nd), tree.memory_rows_device, zi(no)])
+    else:  # all zeros (not summed)
+        mem_cpu = mem_self_cpu = mem_dev = mem_self_dev = zi(0)
     # device type: 0 = CPU, else 1 + index of the label of the event's category
     labels = ["CPU"]
     label_of_cat = np.zeros(max(len(profile.cats), 1), np.int64)
@@ -776,15 +788,16 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         if lab not in labels:
             labels.append(lab)
         label_of_cat[c] = labels.index(lab)
-    cat = profile.cat[evs].astype(np.int64)
+    cat = profile.cat[evs]
     dcode = np.concatenate([zi(nc), label_of_cat[cat[nc : nc + nd]], zi(rest)])
     ua_of_cat = np.zeros(max(len(profile.cats), 1), bool)
     ua_of_cat[list(annotation_cats)] = True
     ua = ua_of_cat[cat]
     ua[nc + nd :] = False
+    del cat
     rewritten = _rewritten_name_ids(profile, evs)
-    nid = rewritten[profile.name[evs]]
-    key = (nid * len(labels) + dcode) * 2 + ua
+    key = (rewritten[profile.name[evs]] * len(labels) + dcode) * 2 + ua
+    del rewritten
     shape_names: list[str] = []
     sid = zi(len(evs))
     if by_shapes:
@@ -802,6 +815,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         pos = np.full(len(profile), -1, np.int64)
         pos[evs] = np.arange(len(evs))
         glob = pos[pos >= 0]
+        del pos
     else:
         src = np.concatenate([zi(nc + nd), np.ones(nm, np.int64), np.full(no, 2, np.int64)])
         glob = np.lexsort((evs, src, -end[evs], start[evs])) if len(evs) else zi(0)
@@ -811,6 +825,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     else:
         g = zi(0)
         firsts = zi(0)
+    del key
     ng = len(firsts)
 
     def total(v: np.ndarray, nonzero: bool = True) -> np.ndarray:
@@ -819,6 +834,18 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
             _ordered_sum(out, g, v[glob])
         return out
 
+    # the sums, each column dropped once summed
+    sums = {"self_cpu_time_total": total(self_c), "cpu_time_total": total(cpu_t)}
+    del self_c, cpu_t
+    sums.update(self_device_time_total=total(self_d, has_device), device_time_total=total(dev_t, has_device))
+    del self_d, dev_t
+    sums.update(
+        cpu_memory_usage=total(mem_cpu, has_memory),
+        self_cpu_memory_usage=total(mem_self_cpu, has_memory),
+        device_memory_usage=total(mem_dev, has_memory),
+        self_device_memory_usage=total(mem_self_dev, has_memory),
+    )
+    del mem_cpu, mem_self_cpu, mem_dev, mem_self_dev
     count = np.bincount(g, minlength=ng).astype(np.int64)
     members = np.argsort(g.astype(_small_uint(ng)), kind="stable")
     bounds = np.cumsum(count)[:-1] if ng else []
@@ -839,20 +866,13 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         is_user_annotation=row_ua,
         input_shapes=shapes_col,
         count=count,
-        self_cpu_time_total=total(self_c),
-        cpu_time_total=total(cpu_t),
-        self_device_time_total=total(self_d, has_device),
-        device_time_total=total(dev_t, has_device),
         backend=profile.meta.backend,
         rows_events=list(rows_events),
         device_time_source=profile.meta.device_time_source,
         link_counts=dict(links.counts),
-        cpu_memory_usage=total(mem_cpu, has_memory),
-        self_cpu_memory_usage=total(mem_self_cpu, has_memory),
-        device_memory_usage=total(mem_dev, has_memory),
-        self_device_memory_usage=total(mem_self_dev, has_memory),
         profile_memory=_recorded_memory(profile),
         in_device_total=in_device_total,
+        **sums,
     )
     table.sum_self_cpu, table.sum_self_device = table.totals()
     if not table.device_time_source and table.sum_self_device:

@@ -201,9 +201,19 @@ def _ids_part(values: list[Any]) -> Any:
         return _strings_part(values)
 
 
+_MIXED: set[Any] = set()
+"""Fields (their getters) seen with a non-int value in this process: read into a list first from then on."""
+
+
 def _ids_of(evs: list[Ev], get: Callable[[Ev], Any]) -> Any:
-    """`_ids_part` of one field of `evs` (the values are listed first: some traces mix string pids into every
-    piece, and a failed conversion must not read the events again)."""
+    """`_ids_part` of one field of `evs`. Straight into an array while every value seen was an int; once a piece
+    had a string (some traces mix string pids into every piece), the values are listed first so that a failed
+    conversion does not read the events twice."""
+    if get not in _MIXED:
+        try:
+            return np.fromiter(map(get, evs), np.int64, count=len(evs))
+        except (TypeError, ValueError, OverflowError):
+            _MIXED.add(get)
     return _ids_part(list(map(get, evs)))
 
 
@@ -383,6 +393,15 @@ def link_columns(
     else:
         corr[idx] = _exact_ids(list(map(attrgetter("corr"), decoded)))
     return ext, corr
+
+
+def parse_links(x: XCols) -> None:
+    """Parse the link ids a piece left in its args (`NOT_PARSED`: it was decoded before a row that links was
+    seen); its args must be in memory."""
+    if x.links is NOT_PARSED:
+        from trntui.model.args import raw_many
+
+        x.links = link_columns(raw_many(x.args, np.arange(x.m)), None, fast_only=True)
 
 
 def links_of_args(args: list[Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.chunks import BOUNDARY
-from trntui.loaders.kineto.columns import Part, part_of
+from trntui.loaders.kineto.columns import Part, parse_links, part_of
 from trntui.loaders.kineto.schema import list_decoder
 from trntui.loaders.kineto.wire import pack_part, unpack_part
 from trntui.progress import report, silence
@@ -129,6 +129,9 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
             sink(k, part)
         else:
             done[k] = part
+            if claims.view[Claims.LINKING] and (stream is None or stream.spill is None):
+                for q in done.values():  # pieces decoded before a row that links was seen: now, not at merge
+                    parse_links(q.x)
         del part
         if progress is not None:
             front, back = claims.view[:2].tolist()

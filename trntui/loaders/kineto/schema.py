@@ -25,8 +25,6 @@ class Ev(msgspec.Struct, omit_defaults=True, gc=False):  # no cycles possible: u
     pid: int | str = 0
     tid: int | str = 0
     id: int | str | None = None
-    bp: str | None = None
-    s: str | None = None
     args: msgspec.Raw = NO_ARGS  # empty when absent (`Raw | None` fails to decode objects in msgspec 0.23); None only
     # from the tolerant path's coercion. This shared object is what `omit_defaults` leaves out when re-encoding.
 

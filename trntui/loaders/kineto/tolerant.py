@@ -170,8 +170,6 @@ def coerce_event(raw: Any) -> Ev | None:
         pid=pid,
         tid=tid,
         id=fid,
-        bp=None if obj.get("bp") is None else str(obj.get("bp")),
-        s=None if obj.get("s") is None else str(obj.get("s")),
         args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else None,
     )
 
