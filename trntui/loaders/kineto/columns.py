@@ -259,8 +259,26 @@ def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True, base: i
     x.args = ArgsStore.from_raw(args)
     if links is None:
         links = not LINKING_CATS.isdisjoint(x.cat[0])
-    x.links = link_columns(args, None, fast_only=True, lengths=x.args.ends - x.args.starts) if links else NOT_PARSED
+    x.links = _piece_links(x.args, args) if links else NOT_PARSED
     return x
+
+
+def _piece_links(store: ArgsStore, args: list[Any]) -> Any:
+    """A piece's link columns (`link_columns(..., fast_only=True)`): read from the args bytes where that is
+    unambiguous (`_scan_links`), decoded with msgspec for the other events."""
+    scan = _scan_links(store)
+    if scan is None:
+        return link_columns(args, None, fast_only=True, lengths=store.ends - store.starts)
+    ext, corr, rest = scan
+    ext[ext == ABSENT] = NO_ID
+    corr[corr == ABSENT] = NO_ID
+    if rest.any():
+        idx = np.flatnonzero(rest)
+        sub = link_columns([args[i] for i in idx.tolist()], None, fast_only=True)
+        if sub is None:
+            return None
+        ext[idx], corr[idx] = sub
+    return ext, corr
 
 
 def _f_cols(flows: list[Ev], fph: np.ndarray, base: int) -> FCols:
@@ -312,6 +330,130 @@ def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
     else:
         p.flows = None
     return p
+
+
+_LINK_KEYS = (b'"External id"', b'"external id"', b'"correlation"')
+_QUOTE, _OPEN, _BACKSLASH, _COLON, _MINUS = 34, 123, 92, 58, 45
+_WINDOW = 32
+"""Bytes read after a key for `: value` (whitespace, colon, whitespace, up to 18 digits and their end)."""
+
+
+def _scan_links(store: ArgsStore) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The link ids of a piece read straight from its args bytes with numpy, for the events whose args make that
+    unambiguous; (ext, corr, rest) where `rest` marks the events to decode with msgspec instead. None when some
+    event's args are not an object (the caller's msgspec path decides what that means).
+
+    An event is read here when its args hold one `{` (no nested object, so a key found is a top-level key: a
+    `"key"` followed by `:` cannot be inside a string, whose quotes are escaped), no backslash (no escaped key
+    names or quotes), each key at most once, and each value a plain integer of up to 18 digits; anything else
+    (floats, strings, nulls, duplicates, nested objects) goes to `rest`. Results equal `LinkArgs` decoded per
+    event (`link_columns`), as the tests check on traces and generated args."""
+    blob = store.blob
+    if not isinstance(blob, (bytes, bytearray)):
+        return None
+    starts, ends = store.starts, store.ends
+    n = len(starts)
+    has = ends > starts
+    arr = np.frombuffer(blob, np.uint8)
+    if len(arr) == 0:
+        return np.full(n, ABSENT, np.int64), np.full(n, ABSENT, np.int64), np.zeros(n, bool)
+    if not (arr[starts[has]] == _OPEN).all():
+        return None
+    # events whose args hold a nested object or a backslash: not read here (usually there is none: one `{` per
+    # event and no backslash at all, checked by two counts)
+    rest = np.zeros(n, bool)
+    if np.count_nonzero(arr == _OPEN) != np.count_nonzero(has) or np.count_nonzero(arr == _BACKSLASH):
+        marks = np.flatnonzero((arr == _OPEN) | (arr == _BACKSLASH))
+        owner = np.searchsorted(starts, marks, side="right") - 1
+        rest |= np.bincount(owner, minlength=n) > 1  # the object's own `{` is one
+        rest |= np.bincount(owner[arr[marks] == _BACKSLASH], minlength=n) > 0
+    # keys: a quote followed by the key's letters and a quote (all three keys are 13 bytes long), compared as two
+    # overlapping 8-byte words read at every candidate quote (an unaligned uint64 view of the bytes)
+    size = len(arr)
+    if size <= 13:
+        return None
+    quotes = np.flatnonzero(arr[: size - 13] == _QUOTE)
+    first = arr[quotes + 1]
+    quotes = quotes[((first == 69) | (first == 101) | (first == 99)) & (arr[quotes + 12] == _QUOTE)]  # "E/e/c...."
+    words = np.ndarray((size - 7,), "<u8", blob, 0, (1,))
+    head, tail = words[quotes], words[quotes + 5]
+    out = []
+    for key in _LINK_KEYS:
+        k0, k5 = np.frombuffer(key[:8], "<u8")[0], np.frombuffer(key[5:13], "<u8")[0]
+        at = quotes[(head == k0) & (tail == k5)]
+        values = np.full(n, ABSENT, np.int64)
+        if len(at):
+            ev = np.searchsorted(starts, at, side="right") - 1
+            dup = np.bincount(ev, minlength=n) > 1
+            val, ok = _int_values(arr, at + 13)
+            rest |= dup
+            bad = ev[~ok]
+            rest[bad] = True
+            good = ok & ~dup[ev]
+            values[ev[good]] = val[good]
+        out.append(values)
+    ext, legacy, corr = out
+    ext = np.where(ext == ABSENT, legacy, ext)
+    return ext, corr, rest
+
+
+_U = np.uint64
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
+_DIGIT_XOR, _LOW7, _PLUS, _HIGH = _U(0x3030303030303030), _U(0x7F7F7F7F7F7F7F7F), _U(0x7676767676767676), _U(0x8080808080808080)
+
+
+def _nondigits(x: np.ndarray) -> np.ndarray:
+    """Per byte of words already XORed with '0' (digits are then 0-9): the high bit set where the byte is not a digit
+    (no carries between bytes: the high bits are cleared before adding)."""
+    return (((x & _LOW7) + _PLUS) | x) & _HIGH
+
+
+def _first_set_byte(m: np.ndarray) -> np.ndarray:
+    """Index (0-7) of the lowest byte with its high bit set in `m` (8 where none is)."""
+    lowest = m & (~m + _U(1))
+    k = np.full(len(m), 8, np.int64)
+    has = lowest != 0
+    k[has] = (np.log2(lowest[has].astype(np.float64)).astype(np.int64) - 7) // 8
+    return k
+
+
+def _eight_digits(x: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The number written by the first `count` (0-8) digit bytes of each word (little-endian, digits as 0-9): the
+    digits are shifted to the top bytes (zeros, i.e. leading zero digits, below) and combined pairwise."""
+    v = np.where(count > 0, x << (_U(8) * (_U(8) - count.astype(np.uint64))), _U(0))
+    v = ((v & _U(0x0F0F0F0F0F0F0F0F)) * _U(2561)) >> _U(8)
+    v = ((v & _U(0x00FF00FF00FF00FF)) * _U(6553601)) >> _U(16)
+    return (((v & _U(0x0000FFFF0000FFFF)) * _U(42949672960001)) >> _U(32)).astype(np.int64)
+
+
+def _int_values(arr: np.ndarray, after: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For keys ending at `after`: the integer after `:` or `: `, and whether the value is a plain integer of up to
+    16 digits followed by `,`, `}` or whitespace (else, e.g. other spacing, the event is decoded by msgspec). The
+    digits are read eight at a time from 8-byte words (SWAR)."""
+    size = len(arr)
+    ok = after + 2 < size
+    at = np.minimum(after, size - 3)
+    ok &= arr[at] == _COLON
+    at = at + 1 + (arr[at + 1] == 32)  # `: ` as Kineto writes it, or `:`
+    neg = arr[at] == _MINUS
+    d0 = at + neg
+    ok &= d0 + 24 <= size  # (two words and the byte after them; values at the very end: msgspec)
+    d0 = np.minimum(d0, size - 24)
+    words = np.ndarray((size - 7,), "<u8", arr, 0, (1,))
+    x1 = words[d0] ^ _DIGIT_XOR
+    x2 = words[d0 + 8] ^ _DIGIT_XOR
+    k1 = _first_set_byte(_nondigits(x1))
+    k2 = _first_set_byte(_nondigits(x2))
+    length = np.where(k1 < 8, k1, 8 + k2)
+    ok &= (length >= 1) & (length <= 16)
+    end = arr[d0 + np.minimum(length, 16)]
+    ok &= (end == 44) | (end == 125) | (end == 32) | (end == 9) | (end == 10) | (end == 13)
+    val = _eight_digits(x1, np.minimum(length, 8))
+    long = length > 8
+    if long.any():
+        rest = np.maximum(length - 8, 0)
+        val = np.where(long, val * _POW10[rest] + _eight_digits(x2, rest), val)
+    return np.where(neg, -val, val), ok
 
 
 def link_columns(
