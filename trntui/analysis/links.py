@@ -196,7 +196,7 @@ def build_links(profile: Profile) -> Links:
     op_of = np.full(n, NO_ID, np.int64)
     rule = np.zeros(n, np.int8)
     runtime_of = np.full(n, NO_ID, np.int64)
-    keys = thread_keys(profile)
+    _, keys = thread_codes(profile)  # each event's thread as a small code (same grouping as thread_keys)
 
     rt = np.nonzero(runtime)[0]
     dv = np.nonzero(device)[0]
@@ -310,11 +310,12 @@ def _add_flow_edges(profile: Profile, links: Links) -> None:
     fwdbwd = profile.cat_id("fwdbwd")
     if fwdbwd >= 0:
         sel = np.nonzero((flows.cat == fwdbwd) & (flows.role != flows.MEMBER))[0]
-        starts: dict[int, int] = {}
-        finishes: dict[int, int] = {}
-        for q, r, e in zip(flows.key[sel].tolist(), flows.role[sel].tolist(), flows.event[sel].tolist()):
-            (starts if r == flows.START else finishes)[q] = e
-        pairs = [(starts[q], finishes[q]) for q in starts if q in finishes]
-        if pairs:
-            links.backward = dict(pairs)
-            links.forward = {v: k for k, v in pairs}
+        is_start = flows.role[sel] == flows.START
+        # per key, the last start and the last finish (dicts built in C; keys in first-occurrence order)
+        starts = dict(zip(flows.key[sel[is_start]].tolist(), flows.event[sel[is_start]].tolist()))
+        finishes = dict(zip(flows.key[sel[~is_start]].tolist(), flows.event[sel[~is_start]].tolist()))
+        both = [q for q in starts if q in finishes]
+        if both:
+            s_ev, f_ev = [starts[q] for q in both], [finishes[q] for q in both]
+            links.backward = dict(zip(s_ev, f_ev))
+            links.forward = dict(zip(f_ev, s_ev))
