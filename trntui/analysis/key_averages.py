@@ -558,14 +558,20 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         device_total = kern_us_kept.copy()
         child_dev = np.zeros(m, np.float64)
         if has_kern_ev.any() and len(kept):
-            # depth in the final tree by pointer doubling, then children before parents, one level at a time
-            ptr = final_parent.copy()
-            ptr[deleted] = -1
-            depth = chain_lengths(ptr)[kept]
+            # only ops with device time and their ancestors have any (the others' totals are 0.0, and adding 0.0
+            # changes no float sum); their depth in the final tree by pointer doubling, then children before
+            # parents, one level at a time (each parent's children summed in tree order, as torch does)
+            active = _with_ancestors(has_kern_pos & ~deleted, final_parent)
+            slot = np.full(m, -1, np.int64)
+            slot[active] = np.arange(len(active))
+            parent_slot = slot[np.maximum(final_parent[active], 0)]
+            parent_slot[final_parent[active] < 0] = -1
+            depth = chain_lengths(parent_slot)
+            del slot, parent_slot
             top_depth = int(depth.max())
             deepest_first = (top_depth - depth).astype(_small_uint(top_depth))  # a stable argsort: radix sort
             level_order = np.argsort(deepest_first, kind="stable")
-            by_level = kept[level_order]
+            by_level = active[level_order]
             cuts = np.flatnonzero(np.diff(depth[level_order])) + 1
             for at in np.split(by_level, cuts) if len(by_level) else []:
                 device_total[at] = kern_us_kept[at] + child_dev[at]
@@ -655,6 +661,19 @@ def _attach_memory(
     tree.device_memory = own_dev[kept]
     tree.self_cpu_memory = (own_cpu - child_cpu)[kept]
     tree.self_device_memory = (own_dev - child_dev)[kept]
+
+
+def _with_ancestors(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Sorted positions of the marked nodes and of all their ancestors (`parent`: -1 at roots)."""
+    marked = mask.copy()
+    frontier = np.flatnonzero(mask)
+    while len(frontier):
+        up = parent[frontier]
+        up = up[up >= 0]
+        up = up[~marked[up]]
+        marked[up] = True
+        frontier = distinct(up)
+    return np.flatnonzero(marked)
 
 
 def _small_uint(top: int) -> Any:
