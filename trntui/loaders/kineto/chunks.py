@@ -30,6 +30,29 @@ BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 there is not valid JSON, since it ends inside a string or an open object, and is retried longer)."""
 
 
+class PieceBuffer:
+    """One reusable buffer per process for the `[` + piece + `]` text msgspec decodes: concatenating bytes made two
+    fresh 4-16 MB copies per piece (new pages, each faulted in): measured 290 -> 200 ms for the 69 MB CPU trace.
+    The decoded events' raw args point into the buffer, so a piece's args are copied out (`part_of` joins them,
+    kept M/B/E events own theirs) before the next piece is decoded."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def decode(self, piece: Any) -> list[Ev]:
+        n = len(piece)
+        if len(self.buf) < n + 2:
+            self.buf = bytearray(n + 2 + (n >> 3))
+        buf = self.buf
+        buf[0] = 0x5B  # [
+        buf[1 : n + 1] = piece
+        buf[n + 1] = 0x5D  # ]
+        return list_decoder.decode(memoryview(buf)[: n + 2])
+
+
+PIECES = PieceBuffer()
+
+
 class _NotChunkable(Exception):
     """The event array cannot be decoded in chunks; the caller takes the whole-file path."""
 
@@ -46,7 +69,7 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
             end, nxt = m.start() + 1, m.end() - 1
     for _attempt in range(4):
         try:
-            return list_decoder.decode(b"[" + inner[pos:end] + b"]"), nxt
+            return PIECES.decode(inner[pos:end]), nxt
         except msgspec.DecodeError:
             if end == size:
                 return None, size

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
-from trntui.loaders.kineto.chunks import BOUNDARY
+from trntui.loaders.kineto.chunks import BOUNDARY, PIECES
 from trntui.loaders.kineto.columns import Part, parse_links, part_of
-from trntui.loaders.kineto.schema import list_decoder
 from trntui.loaders.kineto.wire import pack_part, unpack_part
 from trntui.progress import report, silence
 
@@ -115,7 +114,7 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
     while (k := claims.take(from_back)) >= 0:
         a, e = pieces[k]
         try:
-            events = list_decoder.decode(b"[" + inner[a:e] + b"]")
+            events = PIECES.decode(inner[a:e])
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             claims.fail()
             return None

@@ -35,10 +35,10 @@ class DeviceFormat:
     name = "neuron-device"
 
     def find_runs(self, path: Path) -> list[Run]:
+        if not path.is_dir():  # (before the import: a plain trace file must not pay for the device modules)
+            return []
         from trntui.loaders.neuron_device.discover import find_device_profiles
 
-        if not path.is_dir():
-            return []
         return [Run(name=r.name, root=r.path, format=self.name, source=DeviceSource(r.path, r.identity))
                 for r in find_device_profiles(path)]
 
