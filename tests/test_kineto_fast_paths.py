@@ -120,3 +120,30 @@ def test_corpus_trace_in_small_pieces_equals_one_piece(corpus_dir, tmp_path, mon
         (l.tier, l.subsystem, l.ident, l.pid, l.tid) for l in many.lanes]
     assert np.array_equal(one.flows.event, many.flows.event) and np.array_equal(one.flows.key, many.flows.key)
     assert one.names == many.names and one.meta.notes == many.meta.notes
+
+
+def test_loads_in_threads_at_once_equal_loads_one_after_another(corpus_dir, tmp_path, monkeypatch) -> None:
+    """Threads decoding at the same time (a Dask worker's threads, the app's worker) never share a piece buffer."""
+    import threading
+
+    monkeypatch.setattr(kchunks, "_CHUNK_BYTES", 128 << 10)
+    paths = []
+    for name in ("cuda_ns_resolution_68k.json.gz", "rocm_mi250_train.json.gz", "cpu_only.json.gz"):
+        path = tmp_path / name.replace(".gz", "")
+        path.write_bytes(gzip.decompress((corpus_dir / name).read_bytes()))
+        paths.append(path)
+    want = [kineto.load_kineto(p) for p in paths]
+    got: dict[int, object] = {}
+
+    def load(k: int) -> None:
+        got[k] = kineto.load_kineto(paths[k % len(paths)])
+
+    threads = [threading.Thread(target=load, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, profile in got.items():
+        ref = want[k % len(paths)]
+        assert np.array_equal(profile.start, ref.start) and np.array_equal(profile.name, ref.name)
+        assert [profile.args_raw[i] for i in range(0, len(profile), 50)] == [ref.args_raw[i] for i in range(0, len(ref), 50)]
