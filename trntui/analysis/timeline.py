@@ -144,10 +144,11 @@ def build_rows(profile: Profile, max_depth: int = 4) -> list[TimelineRow]:
     else:
         _, depth = profile.nesting()
         clipped = np.minimum(depth.astype(np.int64), max_depth - 1)
-        order = np.lexsort((profile.start, clipped, profile.lane.astype(np.int64)))
+        group_of = profile.lane.astype(np.int64) * max_depth + clipped
+        order = profile.by_key_then_time(group_of)  # (lane, depth, start): one stable sort when time-sorted
         lane_sorted = profile.lane[order].astype(np.int64)
         depth_sorted = clipped[order]
-        group_key = lane_sorted * max_depth + depth_sorted
+        group_key = group_of[order]
         bounds = np.nonzero(np.diff(group_key))[0] + 1 if len(order) else np.empty(0, np.int64)
         firsts = np.concatenate([[0], bounds]).astype(np.int64) if len(order) else np.empty(0, np.int64)
         lasts = np.concatenate([bounds, [len(order)]]).astype(np.int64) if len(order) else np.empty(0, np.int64)
@@ -164,6 +165,41 @@ def build_rows(profile: Profile, max_depth: int = 4) -> list[TimelineRow]:
             if row is not None:
                 rows.append(row)
     profile.cache[key] = rows
+    return rows
+
+
+def rows_to_arrays(rows: list[TimelineRow]) -> dict[str, np.ndarray]:
+    """`rows` as flat arrays (events, busy intervals, per-row lane/depth/offsets), to keep beside a cache entry."""
+    counts = np.array([len(r.events) for r in rows], np.int64)
+    busy = np.array([len(r.busy) for r in rows], np.int64)
+    z = np.empty(0, np.int64)
+    return {
+        "lane": np.array([r.lane for r in rows], np.int64),
+        "depth": np.array([r.depth for r in rows], np.int64),
+        "events": np.concatenate([r.events for r in rows]).astype(np.int64) if rows else z,
+        "event_offsets": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        "busy_starts": np.concatenate([r.busy.starts for r in rows]).astype(np.int64) if rows else z,
+        "busy_ends": np.concatenate([r.busy.ends for r in rows]).astype(np.int64) if rows else z,
+        "busy_offsets": np.concatenate([[0], np.cumsum(busy)]).astype(np.int64),
+    }
+
+
+def rows_from_arrays(profile: Profile, arrays: dict[str, np.ndarray]) -> list[TimelineRow]:
+    """The rows `rows_to_arrays` flattened, for `profile` (ValueError when they do not fit it)."""
+    n = len(profile)
+    events = arrays["events"]
+    eo, bo = arrays["event_offsets"], arrays["busy_offsets"]
+    if len(events) and (int(events.min()) < 0 or int(events.max()) >= n) or eo[-1] != len(events):
+        raise ValueError("timeline rows do not fit the profile")
+    starts, ends = profile.start[events], profile.end[events]
+    rows = []
+    for k, (lane, depth) in enumerate(zip(arrays["lane"].tolist(), arrays["depth"].tolist())):
+        a, b = int(eo[k]), int(eo[k + 1])
+        ba, bb = int(bo[k]), int(bo[k + 1])
+        us, ue = arrays["busy_starts"][ba:bb], arrays["busy_ends"][ba:bb]
+        cum = np.zeros(bb - ba + 1, np.int64)
+        np.cumsum(ue - us, out=cum[1:])
+        rows.append(TimelineRow(lane, depth, events[a:b], starts[a:b], ends[a:b], Intervals(us, ue, cum)))
     return rows
 
 
@@ -212,16 +248,24 @@ class PlannedRow:
         return not self.lanes
 
 
+def depths_ready(profile: Profile) -> bool:
+    """Whether the nesting the timeline's sub-rows need is computed (a big profile gets it after the first
+    frame, in the background)."""
+    return "nesting" in profile.cache
+
+
 def lane_groups(profile: Profile, max_depth: int = 4) -> list[tuple[int, list[LaneInfo]]]:
     """Lanes with events grouped by tier in display order, with their busy time and sub-row count (cached;
-    builds the per-depth and one-per-lane rows, so a load worker can call it before the first frame)."""
-    key = ("timeline_lane_groups", max_depth)
+    builds the per-depth and one-per-lane rows, so a load worker can call it before the first frame). Before
+    the nesting is computed (`depths_ready`), every lane counts one sub-row and no depth rows are built."""
+    with_depths = depths_ready(profile)
+    key = ("timeline_lane_groups", max_depth, with_depths)
     cached = profile.cache.get(key)
     if cached is not None:
         return cached
     merged = {r.lane: r for r in build_rows(profile, 1)}
     depths: dict[int, int] = {}
-    for r in build_rows(profile, max_depth):
+    for r in build_rows(profile, max_depth) if with_depths else ():
         depths[r.lane] = depths.get(r.lane, 0) + 1
     groups: list[tuple[int, list[LaneInfo]]] = []
     for lane in display_lanes(profile):

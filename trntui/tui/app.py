@@ -21,7 +21,7 @@ from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
 from trntui.tui.palette import ActionsProvider, NamesProvider
-from trntui.tui.messages import LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
+from trntui.tui.messages import DepthsReady, LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
 from trntui.tui.panes import PANES, LoadedRun, Pane
 from trntui.tui.screens import SCREENS, screen_spec
 from trntui.tui.widgets.chain import ChainView
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from trntui.model.profile import Profile
 
 LOAD_STAGES = 5
+
+BACKGROUND_NESTING_EVENTS = 250_000
+"""Profiles this big get the timeline's nesting (its sub-rows) after the first frame, in a worker."""
 
 
 class InfoBar(Static):
@@ -103,6 +106,8 @@ class TrntuiApp(App[None]):
         self.profile: Profile | None = None
         self.table: OpTable | None = None
         self.load_seconds = 0.0
+        self.load_cpu_seconds = 0.0
+        """CPU time of the load worker's thread (what the load costs on a machine with nothing else to do)."""
         self.load_error = ""
         self.ranks_report: tuple[str, object] | None = None
         """(job name, RanksReport) of the last Ranks screen, so reopening it does not summarise again."""
@@ -167,6 +172,7 @@ class TrntuiApp(App[None]):
 
         worker = get_current_worker()
         began = time.perf_counter()
+        began_cpu = time.thread_time()
         last_post = [0.0]
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -181,7 +187,7 @@ class TrntuiApp(App[None]):
                 self.post_message(LoadProgress(stage, 2, LOAD_STAGES, done / total if total else None))
 
         try:
-            from trntui.session import find_runs, load_run
+            from trntui.session import find_runs
 
             self.post_message(LoadProgress("finding runs", 1, LOAD_STAGES))
             runs = self.runs if given is not None and self.runs else find_runs(path, merge=self.merge)
@@ -200,8 +206,13 @@ class TrntuiApp(App[None]):
                     raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
                 run = matches[0]
             self.post_message(LoadProgress(f"reading {run.name}", 2, LOAD_STAGES))
+            from trntui.tui.loader import load_run as load_for_app
+            from trntui.tui.widgets.timeline import MAX_SUBROWS
+
+            options = self.load_options
             with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
-                profile = load_run(run) if self.load_options is None else load_run(run, self.load_options)
+                # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
+                profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge)
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
@@ -215,12 +226,19 @@ class TrntuiApp(App[None]):
             from trntui.analysis.timeline import display_span, lane_groups
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
+            if len(profile) < BACKGROUND_NESTING_EVENTS:
+                profile.nesting()  # small: sub-rows at once; big: after the first frame (_profile_loaded)
             lane_groups(profile, MAX_SUBROWS)  # the timeline's rows, built here rather than on the first frame
+            if len(profile) < BACKGROUND_NESTING_EVENTS:
+                from trntui.tui.loader import save_timeline
+
+                save_timeline(profile, MAX_SUBROWS)  # for the next open (when the run is cached)
             display_span(profile)
             if worker.is_cancelled:
                 return
             self.post_message(
-                ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text)
+                ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text,
+                              cpu_seconds=time.thread_time() - began_cpu)
             )
         except Cancelled:
             self.post_message(LoadCancelled())
@@ -280,6 +298,7 @@ class TrntuiApp(App[None]):
         self.profile = message.profile
         self.table = message.table
         self.load_seconds = message.seconds
+        self.load_cpu_seconds = message.cpu_seconds
         self.load_error = ""
         from trntui.analysis.timeline import display_span
 
@@ -299,6 +318,28 @@ class TrntuiApp(App[None]):
             self.ops.focus()
         self.focus_after_load = ""
         self.refresh_bindings()
+        from trntui.analysis.timeline import depths_ready
+
+        if not depths_ready(message.profile):
+            self.prepare_depths(message.profile)
+
+    @work(thread=True, exclusive=True, group="depths", exit_on_error=False)
+    def prepare_depths(self, profile: "Profile") -> None:
+        """The timeline's nesting and sub-rows of a big profile, after its first frame; kept beside its cache
+        entry for the next open."""
+        from trntui.analysis.timeline import lane_groups
+        from trntui.tui.loader import save_timeline
+        from trntui.tui.widgets.timeline import MAX_SUBROWS
+
+        profile.nesting()
+        lane_groups(profile, MAX_SUBROWS)
+        self.post_message(DepthsReady(profile))
+        save_timeline(profile, MAX_SUBROWS)
+
+    @on(DepthsReady)
+    def _depths_ready(self, message: DepthsReady) -> None:
+        if message.profile is self.profile:
+            self.timeline.depths_arrived()
 
     @on(LoadFailed)
     def _load_failed(self, message: LoadFailed) -> None:

@@ -54,6 +54,15 @@ class ProfileLoaded(Message):
     """Absolute [t0, t1) the timeline opens on (`--steps` / `--window`); None: fitted to the whole span."""
     subset: str = ""
     """What the ops table covers when not the whole profile, e.g. `steps 3-5: 1,234 events`."""
+    cpu_seconds: float = 0.0
+    """CPU time the load worker's thread spent (the load without waiting for a busy machine)."""
+
+
+@dataclass
+class DepthsReady(Message):
+    """The nesting of a big profile was computed after its first frame: the timeline can draw sub-rows."""
+
+    profile: "Profile"
 
 
 @dataclass

@@ -36,6 +36,7 @@ from trntui.analysis.timeline import (
     cell_bounds,
     display_lanes,
     count_matches,
+    depths_ready,
     display_span,
     event_at,
     event_span,
@@ -277,7 +278,8 @@ class Timeline(Widget, can_focus=True):
         own = cursor_lanes if len(cursor_lanes) == 1 else ()
         first = (target,) if target is not None else own
         pinned = tuple(dict.fromkeys((*first, *self.pinned, *own)))
-        key = (self.row_mode, self.visible_rows, pinned)
+        ready = depths_ready(profile)
+        key = (self.row_mode, self.visible_rows, pinned, ready)
         if key == self._plan_key and self.display_rows:
             return
         self._plan_key = key
@@ -285,7 +287,7 @@ class Timeline(Widget, can_focus=True):
         series = counters(profile)
         room = self.visible_rows - (len(series) + 1 if series else 0)  # counter lanes keep their rows on screen
         plan = plan_rows(groups, max(room, 1), self.row_mode, pinned)
-        by_depth = {(r.lane, r.depth): r for r in build_rows(profile, MAX_SUBROWS)}
+        by_depth = {(r.lane, r.depth): r for r in build_rows(profile, MAX_SUBROWS)} if ready else {}
         merged = {r.lane: r for r in build_rows(profile, 1)}
         headings = any(p.is_heading for p in plan)
         rows: list[DisplayRow] = []
@@ -302,7 +304,7 @@ class Timeline(Widget, can_focus=True):
                 rows.append(DisplayRow(f"+{len(p.lanes)} lanes", row, p.lanes, tag))
                 continue
             lane = profile.lanes[p.lanes[0]]
-            if p.depth is None:
+            if p.depth is None or (lane.id, p.depth) not in by_depth:
                 rows.append(DisplayRow(safe_text(lane.label), merged[lane.id], p.lanes, tag))
             else:
                 title = safe_text(lane.label) if p.depth == 0 else f"+{p.depth}"
@@ -320,6 +322,13 @@ class Timeline(Widget, can_focus=True):
         if rows and rows[self.cursor_row].row is None:
             self.cursor_row = self._first_lane_row()
         self.first_row = min(self.first_row, max(len(rows) - self.visible_rows, 0))
+
+    def depths_arrived(self) -> None:
+        """The nesting was computed in the background: draw the sub-rows that fit now."""
+        self._plan_key = None
+        self._build_display()
+        self._scroll_to_cursor()
+        self._changed()
 
     def _row_of_lane(self, lane: int, depth: int = 0) -> int:
         """The display row drawing `lane` (at `depth` when it has depth rows), or the first lane row."""

@@ -1,0 +1,151 @@
+"""`trntui open` against `trntui summary --no-cache`, side by side (not a test): big traces must open in the app as
+fast as the CLI reads them.
+
+    python bench/tui_open.py [--trace bench/_data/cuda_2m.json] [--gz bench/_data/mtia_456k.json.gz] [--repeat 3]
+
+1. Cold open: a fresh `trntui open` process (the app headless at 200x55) until the loaded profile is painted in
+   every pane, with no cache entry for the trace (the app's loader process decodes it and writes the entry), and
+   a fresh `trntui summary --no-cache` process, alternately, `--repeat` times each; ratio of the medians (and of
+   the best runs). Target: open <= 1.15x summary.
+2. Re-open of a `.json.gz` trace from the cache: the app's load (its load worker from start to `ProfileLoaded`:
+   mapping the entry, the key_averages record, the timeline rows kept beside it; wall and the worker thread's CPU
+   time, which a busy machine does not inflate) and the whole process to first full paint. Target: load <= 0.5 s.
+
+Inputs come from bench/make_inputs.py (`--only 2m`, `--only mtia-gz`); the cache lives in bench/_data/cache-open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import make_inputs  # noqa: E402
+
+CACHE = make_inputs.DATA / "cache-open"
+
+
+def child(path: str, size: str) -> None:
+    """In a fresh process: run the app headless, print when the loaded profile was painted (seconds after this
+    process started) and how long the worker's load took."""
+    started = time.perf_counter() - _process_age()
+    from trntui.tui.app import TrntuiApp
+    from trntui.tui.messages import ProfileLoaded
+
+    class Timed(TrntuiApp):
+        painted = 0.0
+
+        def on_profile_loaded(self, message: ProfileLoaded) -> None:
+            self.call_after_refresh(lambda: setattr(self, "painted", time.perf_counter() - started))
+
+    width, height = (int(x) for x in size.split("x"))
+
+    async def go() -> dict:
+        app = Timed(path)
+        async with app.run_test(size=(width, height)) as pilot:
+            await app.workers.wait_for_complete()
+            while not app.painted:
+                await pilot.pause(0.01)
+            assert app.profile is not None, app.load_error
+            return {"painted": app.painted, "load": app.load_seconds, "load_cpu": app.load_cpu_seconds,
+                    "events": len(app.profile)}
+
+    print("RESULT " + json.dumps(asyncio.run(go())), flush=True)
+
+
+def _process_age() -> float:
+    """Seconds since this process started (from /proc; 0 where unknown), so imports count."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = float(Path("/proc/uptime").read_text().split()[0])
+        return max(boot - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _env() -> dict:
+    return dict(os.environ, TRNTUI_CACHE_DIR=str(CACHE), PYTHONPATH=str(ROOT), TEXTUAL_ANIMATIONS="none")
+
+
+def open_once(path: Path, size: str) -> dict:
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--child", str(path), "--size", size], capture_output=True,
+                         text=True, env=_env(), cwd=str(ROOT), check=False)
+    wall = time.perf_counter() - t
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"open failed: {out.stderr[-2000:]}")
+    return {**json.loads(line[7:]), "wall": wall}
+
+
+def summary_once(path: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "trntui.cli", "summary", str(path), "--no-cache", "--limit", "20"],
+                   capture_output=True, env=_env(), cwd=str(ROOT), check=True)
+    return time.perf_counter() - t
+
+
+def clear_entry() -> None:
+    shutil.rmtree(CACHE, ignore_errors=True)
+
+
+def load_average() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def main(args: argparse.Namespace) -> int:
+    lines = [f"load average at start: {load_average()}"]
+    if args.trace.exists():
+        opens, sums = [], []
+        for _ in range(args.repeat):
+            clear_entry()
+            opens.append(open_once(args.trace, args.size)["painted"])
+            sums.append(summary_once(args.trace))
+        med = statistics.median(opens) / statistics.median(sums)
+        best = min(opens) / min(sums)
+        lines.append(f"cold open {args.trace.name} ({args.size}), first full paint: " + ", ".join(f"{x:.2f}" for x in opens) + " s")
+        lines.append(f"summary --no-cache {args.trace.name}: " + ", ".join(f"{x:.2f}" for x in sums) + " s")
+        lines.append(f"ratio open/summary: median {med:.2f}x, best {best:.2f}x (target <= 1.15x)")
+    else:
+        lines.append(f"{args.trace} missing: python bench/make_inputs.py --only 2m")
+    if args.gz.exists():
+        clear_entry()
+        first = open_once(args.gz, args.size)
+        again = [open_once(args.gz, args.size) for _ in range(args.repeat)]
+        lines.append(f"{args.gz.name} ({first['events']:,} events): first open {first['painted']:.2f} s (load {first['load']:.2f} s)")
+        lines.append("re-open from the cache: load " + ", ".join(f"{r['load']:.2f}" for r in again)
+                     + " s (CPU " + ", ".join(f"{r['load_cpu']:.2f}" for r in again) + " s); first full paint "
+                     + ", ".join(f"{r['painted']:.2f}" for r in again) + " s (target: load <= 0.5 s)")
+    else:
+        lines.append(f"{args.gz} missing: python bench/make_inputs.py --only mtia-gz")
+    lines.append(f"load average at end: {load_average()}")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", type=Path, default=make_inputs.CUDA_2M)
+    parser.add_argument("--gz", type=Path, default=make_inputs.MTIA_GZ)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--size", default="200x55")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    if ns.child:
+        child(ns.child, ns.size)
+        sys.exit(0)
+    sys.exit(main(ns))

@@ -1,0 +1,84 @@
+"""The app loads a run the cache takes through a loader process (two-process decode, like the CLI) and maps the
+entry it wrote; the timeline's rows are kept beside the entry, so a re-open draws without sorting again."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import numpy as np
+import pytest
+
+from trntui.analysis.key_averages import key_averages
+from trntui.analysis.timeline import build_rows
+from trntui.errors import TrntuiError
+from trntui.loaders.protocol import LoadOptions
+from trntui.progress import Cancelled
+from trntui.session import find_runs, load_run as session_load
+from trntui.tui import loader
+
+from .conftest import opened
+
+
+@pytest.fixture
+def cache_options(tmp_path, monkeypatch):
+    """Cache on, in a private directory, for every run (no minimum size)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TRNTUI_CACHE_MIN_BYTES", "0")
+    return LoadOptions(cache=True, cache_dir=cache, cache_min_bytes=0)
+
+
+def test_loader_process_writes_the_entry_the_app_maps(corpus_dir, tmp_path, cache_options):
+    """A .json.gz run goes through the loader process: the mapped profile and table equal an in-process load;
+    the second load comes from the cache with the timeline rows restored (no new process)."""
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
+    (run,) = find_runs(trace)
+    stages: list[str] = []
+    profile = loader.load_run(trace, run, cache_options, lambda stage, done, total: stages.append(stage))
+    assert any(s.startswith("decoding") or s.startswith("reading") for s in stages)  # reported by the loader process
+    assert profile.cache.get("cache_entry") is not None
+    direct = session_load(run, LoadOptions(cache=False))
+    assert np.array_equal(profile.start, direct.start) and np.array_equal(profile.name, direct.name)
+    assert key_averages(profile).name == key_averages(direct).name
+    assert np.allclose(key_averages(profile).self_device_time_total, key_averages(direct).self_device_time_total)
+    loader.save_timeline(profile, 4)
+    again = loader.load_run(trace, run, cache_options, lambda *a: pytest.fail("the second load started a process"))
+    assert again.cache.get(loader.RESTORED)
+    rows, fresh = build_rows(again, 4), build_rows(direct, 4)
+    assert [(r.lane, r.depth) for r in rows] == [(r.lane, r.depth) for r in fresh]
+    assert all(np.array_equal(a.events, b.events) and np.array_equal(a.busy.cum, b.busy.cum) for a, b in zip(rows, fresh))
+
+
+def test_loader_process_error_and_cancel(tmp_path, cache_options):
+    """A damaged trace is the loader's one-line error; a cancel from the progress callback stops the process."""
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(gzip.compress(b"\x00\x01 this is not a trace" * 1000))
+    (run,) = find_runs(bad)
+    with pytest.raises(TrntuiError) as caught:
+        loader.load_run(bad, run, cache_options)
+    assert "bad.json.gz" in str(caught.value) and "\n" not in str(caught.value)
+
+    def cancel(stage, done, total):
+        raise Cancelled()
+
+    big = tmp_path / "big.json"
+    events = ",".join(f'{{"ph": "X", "ts": {k}, "dur": 1, "name": "op{k % 7}", "pid": 1, "tid": 1, "cat": "cpu_op"}}'
+                      for k in range(20000))
+    big.write_text(f'{{"traceEvents": [{events}]}}')
+    (run,) = find_runs(big)
+    with pytest.raises(Cancelled):
+        loader.load_run(big, run, cache_options, cancel)
+
+
+async def test_app_opens_a_cached_run(corpus_dir, tmp_path, cache_options):
+    """The app opens a run through the loader process and, the second time, from the cache, the same table."""
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", trace)
+    async with opened(trace) as (app, pilot):
+        first = [app.ops.row_text(k) for k in range(5)]
+        assert app.profile.cache.get("cache_entry") is not None
+    async with opened(trace) as (app, pilot):
+        assert [app.ops.row_text(k) for k in range(5)] == first
+        assert app.profile.cache.get(loader.RESTORED)

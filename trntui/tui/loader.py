@@ -1,0 +1,221 @@
+"""The app's load of a big run, as fast as `trntui summary`: a loader process writes the parsed-profile cache, the
+app maps it.
+
+The app loads in a thread, and a process with threads must not fork, so in the app the Kineto decoder would run
+in one process while the CLI decodes in two (trntui/loaders/kineto/parallel.py). For a run the cache takes, the
+app starts `python -m trntui.tui.loader` instead: a fresh single-threaded process that loads the run the way the
+CLI does (two-process decode), writes the cache entry (profile + key_averages table), reports its progress on
+stdout and exits; the app then maps the entry (a fraction of a second). The timeline's nesting and rows,
+computed by the app (after its first frame for a big run), are kept beside the entry (`save_timeline`) so a
+re-open draws at once.
+Cancelling kills the loader's process group. Runs the cache does not take (small, cache off) load in the app's
+own process as before.
+
+This module imports no Textual: the loader process stays light.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from trntui.loaders.discover import Run
+    from trntui.loaders.protocol import LoadOptions
+    from trntui.model.profile import Profile
+
+NESTING = "timeline_nesting"
+"""Derived-array record holding `Profile.nesting()` (parent, depth) beside the cached profile."""
+
+
+def _options_arg(options: "LoadOptions") -> str:
+    return json.dumps({
+        "memory_budget": options.memory_budget,
+        "cache_dir": str(options.cache_dir) if options.cache_dir is not None else None,
+        "cache_min_bytes": options.cache_min_bytes,
+        "convert_timeout": options.convert_timeout,
+    })
+
+
+RESTORED = "timeline_restored"
+"""Profile cache key set when the timeline's rows came from beside the cache entry (nothing to save again)."""
+
+TIMELINE_ROWS = "timeline_rows_{depth}"
+"""Derived-array records holding the timeline's rows (`build_rows(profile, depth)`) beside the cached profile."""
+
+
+def save_timeline(profile: "Profile", max_depth: int) -> None:
+    """Keep the profile's nesting and timeline rows beside its cache entry (no-op when it is not cached), so a
+    re-open draws at once instead of sorting every event again."""
+    from trntui.analysis.timeline import build_rows, rows_to_arrays
+    from trntui.cache import save_derived
+
+    if profile.cache.get("cache_entry") is None or profile.cache.get(RESTORED):
+        return
+    parent, depth = profile.nesting()
+    save_derived(profile, NESTING, {"parent": parent, "depth": depth})
+    for d in (1, max_depth):
+        save_derived(profile, TIMELINE_ROWS.format(depth=d), rows_to_arrays(build_rows(profile, d)))
+
+
+def _restore_timeline(profile: "Profile", max_depth: int) -> None:
+    """Take the nesting and timeline rows stored beside the cached profile, when there are any."""
+    from trntui.analysis.timeline import rows_from_arrays
+    from trntui.cache import load_derived
+
+    arrays = load_derived(profile, NESTING)
+    if arrays is None or len(arrays.get("parent", ())) != len(profile):
+        return
+    rows = {}
+    for d in (1, max_depth):
+        stored = load_derived(profile, TIMELINE_ROWS.format(depth=d))
+        if stored is None:
+            return
+        try:
+            rows[d] = rows_from_arrays(profile, stored)
+        except (KeyError, ValueError, IndexError):
+            return
+    profile.cache["nesting"] = (arrays["parent"], arrays["depth"])
+    for d, r in rows.items():
+        profile.cache[("timeline_rows", d)] = r
+    profile.cache[RESTORED] = True
+
+
+def load_run(
+    path: Path,
+    run: "Run",
+    options: "LoadOptions | None",
+    progress: Callable[[str, int, int], None] | None = None,
+    max_depth: int = 4,
+    merge: bool = False,
+) -> "Profile":
+    """`trntui.session.load_run` for the app (`run` was found under `path`): from the cache when it holds the
+    run, through the loader process when the cache takes the run, else in this process. `progress(stage, done,
+    total)` may raise `trntui.progress.Cancelled` to stop (the loader process is killed). `options` None: the
+    defaults (`LoadOptions.from_env()`); `merge`: the run was found with `find_runs(path, merge=True)`."""
+    from trntui import cache as profile_cache
+    from trntui import session
+    from trntui.formats import inputs_of
+    from trntui.loaders.protocol import LoadOptions
+
+    def here() -> "Profile":
+        return session.load_run(run) if options is None else session.load_run(run, options)
+
+    resolved = (options if options is not None else LoadOptions.from_env()).resolved()
+    inputs = inputs_of(run) if resolved.cache and resolved.cache_dir is not None else None
+    if not inputs or not profile_cache.cacheable(inputs, resolved.cache_min_bytes):
+        return here()
+    hit = session.cached(run, resolved)
+    if hit is None:
+        if not _run_loader(path, run, resolved, progress, merge):
+            return here()  # the loader process could not find or read the run: load it here
+        hit = session.cached(run, resolved)
+    if hit is None:  # the loader could not write the entry (a read-only cache dir, a full disk): load here
+        return here()
+    _restore_timeline(hit, max_depth)
+    return hit
+
+
+NOT_FOUND = 3
+"""Exit code of the loader process when it cannot find the run (the app then loads it in its own process)."""
+
+
+def _run_loader(
+    source: Path, run: "Run", options: "LoadOptions", progress: Callable[[str, int, int], None] | None,
+    merge: bool = False,
+) -> bool:
+    """Start the loader process for `run` (under `source`) and follow it to the end. True when it wrote the
+    cache; its one-line error about the input (exit 2) becomes a TrntuiError; any other failure is False."""
+    from trntui.errors import TrntuiError
+
+    root = str(Path(__file__).resolve().parents[2])  # this trntui, whether installed or run from a checkout
+    boot = f"import sys; sys.path.insert(0, {root!r}); from trntui.tui.loader import main; sys.exit(main(sys.argv[1:]))"
+    cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", _options_arg(options)]
+    if merge:
+        cmd.append("--merge")
+    try:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            start_new_session=True, text=True, encoding="utf-8", errors="replace",
+        )
+    except OSError:
+        return False
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            stage, _, rest = line.rstrip("\n").partition("\t")
+            done, _, total = rest.partition("\t")
+            if progress is not None and stage:
+                progress(stage, int(done or 0) if done.isdigit() else 0, int(total or 0) if total.isdigit() else 0)
+        err = proc.stderr.read() if proc.stderr is not None else ""
+        code = proc.wait()
+    except BaseException:
+        _kill(proc)
+        raise
+    if code == 2:
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        raise TrntuiError(lines[-1] if lines else f"{source}: could not be read")
+    return code == 0
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Stop the loader and its decoder child (its own process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        proc.kill()
+    proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The loader process: load one run like the CLI, write the cache, report on stdout."""
+    import argparse
+    import time
+
+    from trntui.errors import TrntuiError
+    from trntui.loaders.protocol import LoadOptions
+    from trntui.session import find_runs, load_run as session_load
+
+    parser = argparse.ArgumentParser(description="Load a run into the parsed-profile cache (used by trntui open).")
+    parser.add_argument("path")
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--options", required=True)
+    parser.add_argument("--merge", action="store_true")
+    args = parser.parse_args(argv)
+    raw = json.loads(args.options)
+    last = [0.0]
+
+    def report(stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if stage and (now - last[0] >= 0.1 or done == 0):
+            last[0] = now
+            print(f"{stage}\t{done}\t{total}", flush=True)
+
+    options = LoadOptions(
+        memory_budget=raw["memory_budget"],
+        cache=True,
+        cache_dir=Path(raw["cache_dir"]) if raw["cache_dir"] else None,
+        cache_min_bytes=int(raw["cache_min_bytes"]),
+        progress=report,
+        convert_timeout=raw["convert_timeout"],
+    )
+    try:
+        runs = [r for r in find_runs(Path(args.path), merge=args.merge) if r.name == args.run]
+        if len(runs) != 1:
+            return NOT_FOUND
+        session_load(runs[0], options)
+    except TrntuiError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
