@@ -62,6 +62,26 @@ SPREAD_COLUMNS = (
 """Per-op instance durations (µs, like the other time columns), shown with `m`."""
 
 
+NAME_MIN = 32
+"""Columns give way (lowest priority first, never the sorted one) until the names get this many cells."""
+
+PRIORITY = (
+    "name", "self_device_time_total", "count", "self_device_percent", "self_cpu_time_total",
+    "instance_max", "instance_avg", "instance_min", "device_time_total", "cpu_time_total",
+)
+"""Which columns stay when the terminal is narrow, most important first."""
+
+
+def twin_suffixes(table: "OpTable") -> dict[int, str]:
+    """Rows whose name is also another row's (a GPU user annotation beside its CPU range): ` [CUDA]` after the
+    device-side one, so twin rows read differently."""
+    kinds: dict[str, set[str]] = {}
+    for name, device in zip(table.name, table.device_type):
+        kinds.setdefault(name, set()).add(device)
+    return {k: f" [{device}]" for k, (name, device) in enumerate(zip(table.name, table.device_type))
+            if device != "CPU" and len(kinds[name]) > 1}
+
+
 def instance_spread(table: "OpTable", profile: "Profile") -> dict[str, np.ndarray]:
     """Per row: the shortest, mean and longest duration (µs) of the events merged into it (its instances)."""
     sizes = np.array([len(e) for e in table.rows_events], np.int64)
@@ -146,6 +166,8 @@ class OpTableView(ScrollView, can_focus=True):
         Binding("i", "select('instances')", "Instance list", show=False, id="ops-instances"),
         Binding("t", "select('tree')", "Call tree of the first instance", show=False, id="ops-calltree"),
         Binding("y", "copy_name", "Copy the op's name", show=False, id="ops-copy"),
+        Binding("left,h", "scroll_names(-8)", "Scroll names left", show=False, id="ops-names-left"),
+        Binding("right,l", "scroll_names(8)", "Scroll names right", show=False, id="ops-names-right"),
         Binding("w", "save_csv", "Save the rows shown as CSV", show=False, id="ops-save-csv"),
     ]
 
@@ -198,6 +220,11 @@ class OpTableView(ScrollView, can_focus=True):
         """The profile the table was built from (for the instance-duration columns)."""
         self.show_spread = False
         self.spread: dict[str, np.ndarray] | None = None
+        self.name_offset = 0
+        """Characters of every name scrolled off to the left (`←`/`→`: long C++ names read in full)."""
+        self.twins: dict[int, str] = {}
+        """Row → suffix marking the device-side row of a name that has a CPU row too (`twin_suffixes`)."""
+        self._columns_cache: tuple[object, list[tuple[int, int]]] = (None, [])
         self._version = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._style_cache: tuple[object, dict[str, Style]] = (None, {})
@@ -211,6 +238,8 @@ class OpTableView(ScrollView, can_focus=True):
         """Show `table`, sorted by device time when there is some (like torch's examples), else self CPU."""
         self.table = table
         self.profile = profile
+        self.twins = twin_suffixes(table)
+        self.name_offset = 0
         self.spread = instance_spread(table, profile) if profile is not None and self.show_spread else None
         if self.spread is None:
             self.show_spread = False
@@ -234,6 +263,9 @@ class OpTableView(ScrollView, can_focus=True):
         col = self.sort_column
         arrow = "↓" if self.descending else "↑"
         text = f"Ops · sort: {col.title} {arrow} · {len(self.view)}/{len(self.table)} rows"
+        hidden = self.hidden_columns
+        if hidden:
+            text += f" · {len(hidden)} column{'s' if len(hidden) > 1 else ''} hidden (narrow)"
         if self.pattern is not None:
             text += f" · filter: /{safe_text(self.pattern.pattern)}/"
         return text
@@ -426,10 +458,51 @@ class OpTableView(ScrollView, can_focus=True):
         if top != int(self.scroll_offset.y):
             self.scroll_to(y=top, animate=False, immediate=True)
 
+    def layout(self, width: int) -> list[tuple[int, int]]:
+        """(column index, cells) of the columns drawn at `width`: when the names would get fewer than
+        `NAME_MIN` cells, the least important columns give way (never the sorted one); the name column takes
+        what is left, so it widens with the terminal."""
+        key = (width, len(self.columns), self.sort_index)
+        if self._columns_cache[0] == key:
+            return self._columns_cache[1]
+        shown = list(range(len(self.columns)))
+        rank = {k: i for i, k in enumerate(PRIORITY)}
+
+        def fixed() -> int:
+            return sum(self.columns[i].width + 1 for i in shown if self.columns[i].width)
+
+        droppable = sorted((i for i in shown if self.columns[i].width and i != self.sort_index),
+                           key=lambda i: -rank.get(self.columns[i].key, len(rank)))
+        while width - fixed() < NAME_MIN and droppable:
+            shown.remove(droppable.pop(0))
+        name_width = max(width - fixed(), 8)
+        out = [(i, self.columns[i].width or name_width) for i in shown]
+        self._columns_cache = (key, out)
+        return out
+
     def _widths(self, width: int) -> list[int]:
-        fixed = sum(c.width + 1 for c in self.columns if c.width)
-        name_width = max(width - fixed, 8)
-        return [c.width or name_width for c in self.columns]
+        return [w for _, w in self.layout(width)]
+
+    @property
+    def hidden_columns(self) -> list[str]:
+        """Titles of the columns that gave way at the current width."""
+        shown = {i for i, _ in self.layout(self.size.width or 80)}
+        return [c.title for i, c in enumerate(self.columns) if i not in shown]
+
+    def action_scroll_names(self, delta: int) -> None:
+        """Scroll every name horizontally (the other columns stay put)."""
+        if self.table is None:
+            return
+        longest = max((len(n) for n in self.table.name), default=0)
+        self.name_offset = max(0, min(self.name_offset + delta, max(longest - 8, 0)))
+        self._cache.clear()
+        self.refresh()
+
+    def _name_cell(self, k: int) -> str:
+        text = safe_text(self.table.name[k]) + self.twins.get(k, "")
+        if self.name_offset:
+            text = "…" + text[self.name_offset + 1 :] if len(text) > self.name_offset else ""
+        return text
 
     def _styles(self) -> dict[str, Style]:
         """Widget and component styles, computed once per theme and focus state (`rich_style` walks the DOM)."""
@@ -453,7 +526,8 @@ class OpTableView(ScrollView, can_focus=True):
 
     def _header(self, width: int) -> Strip:
         cells = []
-        for i, (col, w) in enumerate(zip(self.columns, self._widths(width))):
+        for i, w in self.layout(width):
+            col = self.columns[i]
             title = col.title
             if i == self.sort_index:
                 title = f"{title}{'↓' if self.descending else '↑'}"
@@ -467,7 +541,11 @@ class OpTableView(ScrollView, can_focus=True):
         if table is None or position >= len(self.view):
             return Strip.blank(width, styles["base"])
         k = int(self.view[position])
-        cells = [_fit(_format(table, c.key, k, self.spread), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
+        cells = []
+        for i, w in self.layout(width):
+            c = self.columns[i]
+            text = self._name_cell(k) if c.key == "name" else _format(table, c.key, k, self.spread)
+            cells.append(_fit(text, w, c.numeric))
         role = "selected" if k == self.selected_row else "base"
         if position == self.cursor:
             role = "selected-cursor" if role == "selected" else "cursor"
@@ -493,6 +571,7 @@ class OpTableView(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self._cache.clear()
+        self.post_message(PaneTitleChanged(self))
         self.virtual_size = Size(self.size.width, len(self.view) + 1)
 
     def on_focus(self) -> None:
