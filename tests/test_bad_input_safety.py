@@ -26,9 +26,10 @@ FORBIDDEN = {
     r"torch\.load\(": "torch.load (pickle)",
 }
 
-SUBPROCESS_ALLOWED = ("capture/", "commands/profile.py", "loaders/neuron/convert.py")
+SUBPROCESS_ALLOWED = ("capture/", "commands/profile.py", "loaders/neuron/convert.py", "tui/loader.py")
 """Modules that run external tools by design (profiling a user's workload, converting NTFF with
-`neuron-profile`): they build argv lists from the user's command line and known file layouts, never a shell."""
+`neuron-profile`, the app's loader process: `python -m trntui.tui.loader`): they build argv lists from the user's
+command line and known file layouts, never a shell."""
 
 
 def _sources() -> list[tuple[str, str]]:

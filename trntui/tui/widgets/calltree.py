@@ -21,6 +21,7 @@ from textual.widget import Widget
 from trntui.analysis.calltree import VIEWS, CallTree, call_tree, icicle, module_path, python_stack
 from trntui.analysis.timeline import format_ns
 from trntui.textsafe import safe_text
+from trntui.tui.messages import PaneTitleChanged
 from trntui.tui.widgets.timeline import fit_cells
 
 if TYPE_CHECKING:
@@ -101,6 +102,35 @@ class CallTreeView(ScrollView, can_focus=True):
         """Line of the cursor."""
 
     # -- model -----------------------------------------------------------------------------------
+    def show_run(self, run) -> None:  # run: tui.panes.LoadedRun
+        """The `Pane` interface: a run was loaded; the tree follows the event the other panes select."""
+        self.profile = run.profile
+        self.calltree = None
+        self.root_event = -1
+        self.line_nodes = []
+        self.cursor = 0
+        self.refresh()
+        self.post_message(PaneTitleChanged(self))
+
+    def follow(self, event: int) -> None:
+        """Show the call tree of the step enclosing `event` (of the op that launched it, for a device row)."""
+        if self.profile is None or event < 0:
+            return
+        from trntui.analysis.calltree import enclosing_step
+        from trntui.analysis.links import build_links
+        from trntui.model.profile import Tier
+
+        profile = self.profile
+        if profile.lane_of(event).tier != Tier.DISPATCH:
+            event = int(build_links(profile).op_of[event])
+            if event < 0:
+                return
+        root = enclosing_step(profile, event)
+        if root == self.root_event and self.calltree is not None and event in self.calltree.node_of:
+            self.go_to_node(self.calltree.node_of[event])
+            return
+        self.show(profile, root, event)
+
     def show(self, profile: "Profile", root_event: int, focus_event: int = -1, view: str | None = None) -> None:
         """The tree under `root_event`, opened down to the node of `focus_event` (cursor on it)."""
         self.profile = profile
@@ -126,6 +156,7 @@ class CallTreeView(ScrollView, can_focus=True):
         self.cursor = self.line_nodes.index(target) if target in self.line_nodes else 0
         self._scroll_cursor()
         self.post_message(self.CursorMoved(self))
+        self.post_message(PaneTitleChanged(self))
 
     @property
     def node(self) -> int:
