@@ -462,11 +462,14 @@ class OpTableView(ScrollView, can_focus=True):
         """(column index, cells) of the columns drawn at `width`: when the names would get fewer than
         `NAME_MIN` cells, the least important columns give way (never the sorted one); the name column takes
         what is left, so it widens with the terminal."""
-        key = (width, len(self.columns), self.sort_index)
+        key = (width, len(self.columns), self.sort_index, self.show_spread)
         if self._columns_cache[0] == key:
             return self._columns_cache[1]
         shown = list(range(len(self.columns)))
-        rank = {k: i for i, k in enumerate(PRIORITY)}
+        order = PRIORITY
+        if self.show_spread:  # asked for with `m`: they stay before the others
+            order = ("name", "instance_min", "instance_avg", "instance_max", *[k for k in PRIORITY if not k.startswith("instance_") and k != "name"])
+        rank = {k: i for i, k in enumerate(order)}
 
         def fixed() -> int:
             return sum(self.columns[i].width + 1 for i in shown if self.columns[i].width)
