@@ -120,10 +120,12 @@ def summarize_task(task: RankTask) -> RankSummary | RankFailure:
     import time
 
     began = time.perf_counter()
+    cpu0 = time.process_time()
     key = _summary_key(task)
     cached = _read_cached(key)
     if cached is not None:
-        cached.ran_on = {"worker": "cache", "peak_rss_bytes": None, "seconds": round(time.perf_counter() - began, 3)}
+        cached.ran_on = {"worker": "cache", "peak_rss_bytes": None, "seconds": round(time.perf_counter() - began, 3),
+                         "cpu_seconds": round(time.process_time() - cpu0, 3)}
         return cached
     try:
         with reporting(None):  # a worker never draws progress on the terminal
@@ -137,7 +139,8 @@ def summarize_task(task: RankTask) -> RankSummary | RankFailure:
         return RankFailure(task.run.name, task.rank, str(exc))
     _write_cached(key, summary)
     summary.ran_on = {"worker": _worker_name(), "peak_rss_bytes": _peak_rss(),
-                      "seconds": round(time.perf_counter() - began, 3)}
+                      "seconds": round(time.perf_counter() - began, 3),
+                      "cpu_seconds": round(time.process_time() - cpu0, 3)}
     return summary
 
 
