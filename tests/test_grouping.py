@@ -98,6 +98,21 @@ def test_directory_of_ranks_is_one_job(corpus_dir: Path, tmp_path: Path, capsys)
     assert out.splitlines()[1].startswith("  job job: 4 ranks — distributedInfo: backend nccl, world size 4")
 
 
+def test_two_copies_of_a_job_side_by_side_are_two_jobs(corpus_dir: Path, tmp_path: Path, capsys) -> None:
+    """Two runs of the same training (same backend, world size and ranks, recorded within the hour) in sibling
+    directories, one flat and one with a directory per rank: two jobs, not 6 runs of their own."""
+    make_job(corpus_dir, tmp_path / "exp1", ranks=3, slow_rank=1)
+    for k, p in enumerate(make_job(corpus_dir, tmp_path / "exp2", ranks=3, slow_rank=2)):
+        (tmp_path / "exp2" / f"rank{k}").mkdir()
+        p.rename(tmp_path / "exp2" / f"rank{k}" / "trace.json.gz")
+    groups = groups_of(find_runs(tmp_path))
+    assert [(g.kind, g.name, g.ranks) for g in groups] == [("job", "exp1", [0, 1, 2]), ("job", "exp2", [0, 1, 2])]
+    rc, out, err = run_cli(capsys, "ranks", str(tmp_path))
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "holds 2 jobs (exp1, exp2); pick one with --job" in err
+    rc, out, err = run_cli(capsys, "ranks", "--no-cache", "--jobs", "1", "--job", "exp2", str(tmp_path))
+    assert rc == 0 and out.startswith("exp2: 3 ranks") and "straggler: rank 2 — " in out
+
+
 def test_rank_numbers_in_names_make_a_job(corpus_dir: Path, tmp_path: Path) -> None:
     """No distributedInfo (an AMD trace): `rank-N` in the file names says which rank each one is."""
     for k in range(3):

@@ -86,3 +86,21 @@ async def test_compare_two_marked_ranks(job4: Path) -> None:
         assert await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
         await pilot.press("s")  # sort by step time: the slowest rank first
         assert screen.heatmap.line_text(1).split()[0] == "1"
+
+
+async def test_two_jobs_under_the_path_the_ranks_of_the_run_on_screen(corpus_dir: Path, tmp_path: Path) -> None:
+    """A folder holding two jobs: R shows the job of the rank being explored (the CLI asks for --job instead)."""
+    make_job(corpus_dir, tmp_path / "exp1", ranks=3, slow_rank=1)
+    make_job(corpus_dir, tmp_path / "exp2", ranks=3, slow_rank=2)
+    app = TrntuiApp(tmp_path, "exp2: rank0")
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.run_name == "exp2: rank0"
+        await pilot.press("R")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
+        screen = app.screen
+        assert await wait_for(pilot, lambda: screen.report is not None, tries=1500)
+        await pilot.pause()
+        assert "Ranks · exp2 · 3 ranks" in str(screen.query_one("#ranks-title").render())
+        assert screen.heatmap.line_text(3).split()[:2] == ["2", "*"]

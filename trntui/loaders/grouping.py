@@ -220,7 +220,7 @@ def group_files(files: Sequence[Path], *, root: Path | None = None,
             by_key.setdefault(("dist", f.backend, f.world_size), []).append(f)
     jobs: list[tuple[list[TraceFacts], str, str, int | None]] = []
     for (_, backend, world), fs in sorted(by_key.items(), key=lambda kv: str(kv[0])):
-        for cluster in _time_clusters(fs, JOB_WINDOW_NS):
+        for cluster in (part for c in _time_clusters(fs, JOB_WINDOW_NS) for part in _split_by_directory(c)):
             jobs.append((cluster, "dist",
                          f"distributedInfo: backend {backend or '?'}, world size {world}, ranks "
                          f"{_ranges(sorted({x.rank for x in cluster}))}, first events within "
@@ -336,6 +336,29 @@ def _spans(fs: list[TraceFacts]) -> list[tuple[int, TraceFacts]] | None:
         return None
     order = sorted(fs, key=lambda f: f.first_ns)
     return list(enumerate(order, 1))
+
+
+def _job_dir(f: TraceFacts) -> Path:
+    """The directory that holds a job's ranks: the file's own, or its parent's when the file sits in a per-rank
+    directory (`rank3/trace.json`)."""
+    parent = f.path.parent
+    return parent.parent if RANK_NAME_RX.search(parent.name) else parent
+
+
+def _split_by_directory(cluster: list[TraceFacts]) -> list[list[TraceFacts]]:
+    """A cluster of files with one backend and world size, split by the directory holding them when it claims a
+    rank twice in a way spans cannot explain: two copies of a job (`exp1/`, `exp2/`, recorded within the hour)
+    are two jobs, not a pile of single runs. Ranks of one job spread over several directories stay together
+    when no rank repeats."""
+    per_rank: dict[int | None, list[TraceFacts]] = {}
+    for f in cluster:
+        per_rank.setdefault(f.rank, []).append(f)
+    if all(_spans(fs) is not None for fs in per_rank.values()):
+        return [cluster]
+    by_dir: dict[Path, list[TraceFacts]] = {}
+    for f in cluster:
+        by_dir.setdefault(_job_dir(f), []).append(f)
+    return [by_dir[d] for d in sorted(by_dir)] if len(by_dir) > 1 else [cluster]
 
 
 def _time_clusters(fs: list[TraceFacts], window: int) -> list[list[TraceFacts]]:

@@ -280,11 +280,16 @@ def open_screen(app: Any) -> None:
     from trntui.errors import TrntuiError
     from trntui.loaders.grouping import groups_of, pick_job
 
-    try:
-        job = pick_job(groups_of(app.runs), app.path)
-    except TrntuiError as exc:
-        app.notify(safe_text(exc), severity="warning", markup=False)
-        return
+    groups = groups_of(app.runs)
+    jobs = [g for g in groups if g.kind == "job"]
+    if len(jobs) > 1:  # several jobs under the path: the one of the run on screen, else the first
+        job = next((g for g in jobs if any(r.name == app.run_name for r in g.runs)), jobs[0])
+    else:
+        try:
+            job = pick_job(groups, app.path)
+        except TrntuiError as exc:
+            app.notify(safe_text(exc), severity="warning", markup=False)
+            return
     spans = sorted({r.span for r in job.runs if r.span is not None})
     runs = [r for r in job.runs if r.span == spans[0]] if spans else job.runs
     report = app.ranks_report[1] if app.ranks_report and app.ranks_report[0] == job.name else None
