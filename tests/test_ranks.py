@@ -166,6 +166,22 @@ def test_no_job_is_one_line_that_says_what_to_do(corpus_dir: Path, capsys) -> No
     assert err.count("\n") == 1 and "no job with several ranks" in err and "--all" in err
 
 
+@pytest.mark.parametrize("argv, says", [
+    (("--threshold", "-1"), "--threshold must be a positive number (got -1)"),
+    (("--threshold", "nan"), "--threshold must be a positive number (got nan)"),
+    (("--top", "-1"), "--top must be 0 or more (got -1)"),
+    (("--jobs", "0"), "--jobs must be at least 1 (got 0)"),
+    (("--steps", "x"), "bad --steps 'x'"),
+    (("--engine", "dask", "--scheduler", "foo"), "bad --scheduler 'foo': "),
+    (("--span", "3"), "--span 3: the ranks have one span each"),
+    (("--job", "nope"), "no job named 'nope' (jobs: job16"),
+])
+def test_bad_options_are_one_line_and_exit_2(job16: Path, capsys, argv: tuple[str, ...], says: str) -> None:
+    rc, out, err = run_cli(capsys, "ranks", *argv, str(job16))
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("trntui: error: ") and says in err, err
+
+
 def test_engine_never_runs_more_than_jobs_items_at_once(tmp_path: Path) -> None:
     from trntui.engine import EngineOptions, map_tasks
 

@@ -228,6 +228,8 @@ def _run_dask(fn: Callable, items: list, options: EngineOptions,
                 client = Client(options.scheduler, timeout="5s")
             except (OSError, TimeoutError) as exc:
                 raise TrntuiError(f"cannot reach the Dask scheduler at {options.scheduler}: {exc}") from None
+            except (ValueError, TypeError) as exc:  # not an address: 'foo', 'tcp://host' without a port
+                raise TrntuiError(f"bad --scheduler {options.scheduler!r}: {exc} (e.g. tcp://10.0.0.5:8786)") from None
             in_flight = options.jobs or max(1, sum(client.nthreads().values()))
         else:
             workers = options.local_workers(len(items))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == "parquet" and not args.out:
         raise TrntuiError("--format parquet needs --out DIR")
+    if not (math.isfinite(args.threshold) and args.threshold > 0):
+        raise TrntuiError(f"--threshold must be a positive number (got {args.threshold:g})")
+    if args.top < 0:
+        raise TrntuiError(f"--top must be 0 or more (got {args.top})")
     if args.steps:
         from trntui.analysis.select import parse_steps
 
