@@ -14,9 +14,10 @@ the collectives synchronised (SYNTHETIC timings, real events). Each case is a fr
 - `--engine dask --jobs 2`: a Dask LocalCluster of 2 single-threaded worker processes (its start-up included).
 
 Wall time is the whole command; the CPU time each worker spent per rank shows the work itself whatever else ran on
-the machine, and the load average says how busy it was. Peak RSS per worker comes from the workers themselves (each rank's summary
-says which process computed it and that process's peak RSS afterwards: `ran_on`); the driver's own peak RSS
-from `/usr/bin/time` when present. The summaries must be identical across the cases (checked).
+the machine, and the load average says how busy it was. Peak RSS per worker comes from the workers themselves (each
+rank's summary says which process computed it and that process's peak RSS afterwards: `ran_on`); the driver's own
+peak RSS and CPU time from the driver process itself at exit. The summaries must be identical across the cases
+(checked).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ CASES = (
 )
 
 
+def slow_rank(ranks: int) -> int:
+    return 5 if ranks > 5 else ranks - 1
+
+
 def make_job(ranks: int) -> Path:
     out = make_inputs.DATA / f"ranks{ranks}"
     done = out / ".complete"
@@ -54,17 +59,36 @@ def make_job(ranks: int) -> Path:
     spec.loader.exec_module(mod)
     t = time.perf_counter()
     print(f"generating {ranks} ranks of {make_inputs.SEED_TRACE.name} under {out} ...", file=sys.stderr)
-    mod.make_job(make_inputs.SEED_TRACE, out, ranks=ranks, slow_rank=5, slow=1.3)
+    mod.make_job(make_inputs.SEED_TRACE, out, ranks=ranks, slow_rank=slow_rank(ranks), slow=1.3)
     done.write_text("ok")
     print(f"  {time.perf_counter() - t:.0f} s", file=sys.stderr)
     return out
 
 
+DRIVER = """
+import os, resource, sys
+from trntui.cli import main
+try:
+    rc = main(sys.argv[1:])
+finally:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    peak = u.ru_maxrss
+    try:
+        with open("/proc/self/status") as f:
+            peak = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    t = os.times()
+    print(f"TRNTUI_DRIVER {peak} {t.user + t.system}", file=sys.stderr)
+sys.exit(rc)
+"""
+"""The command, reporting its own peak RSS (kB) and CPU time at exit, not its workers': /usr/bin/time's %M is the
+largest of the command and every process it waited for (for Dask: the nannies' workers), and ru_maxrss after a
+vfork+exec starts at the parent's peak (this bench's, on Linux); VmHWM is this process's own."""
+
+
 def run_case(job: Path, args: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "trntui.cli", "ranks", str(job), "--format", "json", "--no-cache", *args]
-    timer = Path("/usr/bin/time")
-    if timer.exists():
-        cmd = [str(timer), "-f", "TRNTUI_MAXRSS_KB %M %U %S", *cmd]
+    cmd = [sys.executable, "-c", DRIVER, "ranks", str(job), "--format", "json", "--no-cache", *args]
     env = dict(os.environ, PYTHONPATH=str(ROOT), TRNTUI_CACHE_DIR=str(make_inputs.DATA / "cache"))
     load0 = os.getloadavg()[0]
     t = time.perf_counter()
@@ -75,10 +99,10 @@ def run_case(job: Path, args: list[str]) -> dict:
         raise SystemExit(f"case {' '.join(args)} failed:\n{proc.stderr}")
     driver_kb = cpu = None
     for line in proc.stderr.splitlines():
-        if line.startswith("TRNTUI_MAXRSS_KB "):
+        if line.startswith("TRNTUI_DRIVER "):
             parts = line.split()
             driver_kb = int(parts[1])
-            cpu = float(parts[2]) + float(parts[3])  # the command and every child it waited for
+            cpu = float(parts[2])  # the driver process alone
     doc = json.loads(proc.stdout)
     per_worker: dict[str, int] = {}
     ranks_of: dict[str, int] = {}
@@ -141,20 +165,22 @@ def main(argv: list[str] | None = None) -> int:
         "Each case is a fresh `trntui ranks DIR --format json --no-cache` process.",
         "",
         "| case | wall | vs --jobs 1 | per rank: wall / CPU (median) | Σ rank CPU | worker processes "
-        "| peak RSS per worker | driver peak RSS | load average |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| peak RSS per worker | driver peak RSS | driver CPU | load average |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for title, r in rows:
         workers = sorted(r["workers"].values(), key=lambda x: -x[0])
         rss = ", ".join(f"{mb:.0f} MB ({n} ranks)" for mb, n in workers)
         driver = f"{r['driver_mb']:.0f} MB" if r["driver_mb"] else "-"
+        cpu = f"{r['cpu']:.1f} s" if r["cpu"] is not None else "-"
         lines.append(f"| {title} | {r['wall']:.1f} s | {base['wall'] / r['wall']:.2f}x | {r['rank_s_median']:.2f} s / "
                      f"{r['rank_cpu_median']:.2f} s | {r['rank_cpu_total']:.1f} s | {len(workers)} | {rss} | {driver} | "
-                     f"{r['load']:.1f} |")
+                     f"{cpu} | {r['load']:.1f} |")
     lines += ["", f"Stragglers found (every case): {', '.join(base['stragglers']) or 'none'} "
-              "(the generator slowed rank 5). Summaries identical across the cases. Per rank: the wall and CPU time its "
+              f"(the generator slowed rank {slow_rank(a.ranks)}). Summaries identical across the cases. Per rank: the wall and CPU time its "
               "worker spent on it (CPU does not depend on how busy the machine was; Σ rank CPU / workers + start-up is "
-              "the wall time on idle cores); load average: the machine's 1-minute load during the case "
+              "the wall time on idle cores); driver: the trntui process itself, its peak RSS and CPU time (with --jobs 1 "
+              "it does the ranks' work; a LocalCluster's scheduler runs in it); load average: the machine's 1-minute load during the case "
               f"({os.cpu_count()} CPUs: above that, other processes were taking CPU time)."]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -113,8 +113,8 @@ class RankSummary:
     notes: list[str] = field(default_factory=list)
     ran_on: dict = field(default_factory=dict)
     """Where it was computed: `worker` (host:pid, or `cache`), `peak_rss_bytes` of that process afterwards,
-    `seconds` (wall) and `cpu_seconds` (that process's CPU time on this rank). Not part of the analysis: two
-    engines give the same summaries with different `ran_on`."""
+    `seconds` (wall) and `cpu_seconds` (CPU time of that process and the helpers it waited for, on this rank).
+    Not part of the analysis: two engines give the same summaries with different `ran_on`."""
 
     @property
     def label(self) -> str:
