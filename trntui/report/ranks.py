@@ -6,8 +6,6 @@ Pure functions over `trntui.analysis.ranks.RanksReport`; names from traces pass 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from pathlib import Path
@@ -16,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from trntui.analysis.ranks import RankRow, RanksReport
-from trntui.textsafe import csv_safe, safe_text, truncate
+from trntui.report.format import csv_text, markdown_table
+from trntui.textsafe import safe_text, truncate
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
 MAX_STEP_COLUMNS = 8
@@ -173,9 +172,7 @@ def render_markdown(report: RanksReport, context: dict[str, Any] | None = None) 
 
     out = [esc(line) for line in _headline(report, context)]
     out.append("")
-    out.append("| " + " | ".join(esc(h) for h in head) + " |")
-    out.append("|" + "|".join(" --- " for _ in head) + "|")
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    out += markdown_table(head, rows)
     out.append("")
     out += [esc(line) for line in _straggler_lines(report)]
     out.append("")
@@ -214,13 +211,8 @@ def rank_records(report: RanksReport) -> list[dict[str, Any]]:
 
 def render_csv(report: RanksReport, context: dict[str, Any] | None = None) -> str:
     records = rank_records(report)
-    buf = io.StringIO()
     fields = list(records[0]) if records else ["rank"]
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow({k: csv_safe(v) if isinstance(v, str) else v for k, v in rec.items()})
-    return buf.getvalue()
+    return csv_text(fields, ([rec.get(k) for k in fields] for rec in records))
 
 
 def json_document(report: RanksReport, context: dict[str, Any] | None = None) -> dict[str, Any]:
