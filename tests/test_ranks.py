@@ -182,6 +182,26 @@ def test_bad_options_are_one_line_and_exit_2(job16: Path, capsys, argv: tuple[st
     assert err.count("\n") == 1 and err.startswith("trntui: error: ") and says in err, err
 
 
+def test_the_memory_budget_applies_per_worker(job16: Path, capsys, monkeypatch) -> None:
+    """A set --memory-budget is each worker's (a rank over it is refused, the others too); on "auto" the local
+    workers split this machine's budget, and a remote cluster's workers each use their own."""
+    import trntui.memory
+    from trntui.engine import EngineOptions
+    from trntui.per_rank import worker_budget
+    from trntui.session import LoadOptions
+
+    rc, out, err = run_cli(capsys, "ranks", "--no-cache", "--jobs", "2", "--memory-budget", "2MB", str(job16))
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "no rank could be read" in err and "over the memory budget of 2 MiB" in err
+    monkeypatch.setattr(trntui.memory, "auto_budget", lambda: 1 << 30)
+    auto = LoadOptions(memory_budget="auto")
+    assert worker_budget(auto, EngineOptions("local", 2), 16) == (1 << 29, 2)
+    assert worker_budget(auto, EngineOptions("local", 4), 3) == ((1 << 30) // 3, 3)  # never more workers than ranks
+    assert worker_budget(auto, EngineOptions("dask", 2), 16) == (1 << 29, 2)  # a LocalCluster shares this machine
+    assert worker_budget(auto, EngineOptions("dask", 2, "tcp://10.0.0.5:8786"), 16) == (None, 1)
+    assert worker_budget(LoadOptions(memory_budget=300 << 20), EngineOptions("local", 2), 16) == (300 << 20, 2)
+
+
 def test_engine_never_runs_more_than_jobs_items_at_once(tmp_path: Path) -> None:
     from trntui.engine import EngineOptions, map_tasks
 
