@@ -12,17 +12,22 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
 import numpy as np
 
-_args_decoder = msgspec.json.Decoder()
+_decoders: list[Any] = []
+"""msgspec's JSON decoder, made on first use: a cached summary never parses args, and importing msgspec (with
+its decimal/uuid/socket imports) was ~6% of that whole process."""
 
 
 def decode_args(raw: Any) -> dict[str, Any]:
     """Parse one event's raw `args` (kept as raw JSON bytes at load time) into a dict; {} if unreadable."""
+    if not _decoders:
+        import msgspec
+
+        _decoders.append(msgspec.json.Decoder())
     try:
-        value = _args_decoder.decode(raw)
-    except (msgspec.DecodeError, ValueError, TypeError, RecursionError):
+        value = _decoders[0].decode(raw)
+    except (ValueError, TypeError, RecursionError):  # msgspec.DecodeError is a ValueError
         try:
             value = json.loads(bytes(raw).decode("utf-8", "replace"), strict=False)
         except (ValueError, TypeError, RecursionError):
@@ -147,6 +152,8 @@ def raw_many(store: Any, idx: np.ndarray) -> list[Any]:
         if raw is None:
             out.append(_EMPTY_ARGS)
         elif isinstance(raw, dict):
+            import msgspec
+
             out.append(msgspec.json.encode(raw))
         else:
             out.append(raw)

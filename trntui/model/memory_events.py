@@ -10,11 +10,11 @@ trace without memory records pays one name lookup.
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 
 from trntui.model.args import raw_many
@@ -78,16 +78,21 @@ class MemoryEvents:
 _FIELDS = ("event", "ts", "oom", "nbytes", "device_type", "device_id", "total_allocated", "total_reserved", "addr")
 
 
-class _MemArgs(msgspec.Struct, gc=False):
-    device_type: int = msgspec.field(name="Device Type", default=-1)
-    device_id: int = msgspec.field(name="Device Id", default=-1)
-    addr: int = msgspec.field(name="Addr", default=0)
-    nbytes: int = msgspec.field(name="Bytes", default=0)
-    total_allocated: int = msgspec.field(name="Total Allocated", default=0)
-    total_reserved: int = msgspec.field(name="Total Reserved", default=0)
+@functools.cache
+def _batch_decoder() -> Any:
+    """The typed decoder of a list of memory records' args, made on first use: key_averages imports this module,
+    and a cached summary (which decodes nothing) should not pay for importing msgspec."""
+    import msgspec
 
+    class _MemArgs(msgspec.Struct, gc=False):
+        device_type: int = msgspec.field(name="Device Type", default=-1)
+        device_id: int = msgspec.field(name="Device Id", default=-1)
+        addr: int = msgspec.field(name="Addr", default=0)
+        nbytes: int = msgspec.field(name="Bytes", default=0)
+        total_allocated: int = msgspec.field(name="Total Allocated", default=0)
+        total_reserved: int = msgspec.field(name="Total Reserved", default=0)
 
-_BATCH = msgspec.json.Decoder(list[_MemArgs])
+    return msgspec.json.Decoder(list[_MemArgs])
 
 _ARGS_KEYS = (
     ("device_type", "Device Type", -1),
@@ -123,10 +128,10 @@ def _decode_args(profile: "Profile", idx: np.ndarray) -> dict[str, np.ndarray]:
     n = len(idx)
     cols = {f: np.empty(n, np.int64) for f, _, _ in _ARGS_KEYS}
     try:
-        parsed = _BATCH.decode(b"[" + b",".join(raw_many(profile.args_raw, idx)) + b"]")
+        parsed = _batch_decoder().decode(b"[" + b",".join(raw_many(profile.args_raw, idx)) + b"]")
         table = np.array(list(map(_FIELDS_OF, parsed)), dtype=np.int64).reshape(n, len(_ARGS_KEYS))
         return {f: table[:, k] for k, (f, _, _) in enumerate(_ARGS_KEYS)}
-    except (msgspec.DecodeError, msgspec.ValidationError, OverflowError, TypeError, ValueError):
+    except (OverflowError, TypeError, ValueError):  # msgspec's DecodeError/ValidationError are ValueErrors
         pass  # an odd record somewhere: read them one by one
     for k, i in enumerate(idx.tolist()):
         args = profile.args(i)
