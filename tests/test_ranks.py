@@ -84,8 +84,29 @@ def test_table_shows_the_rule_and_the_straggler(job16: Path, capsys) -> None:
     assert rc == 1
 
 
-def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(job16: Path, local_doc: dict, capsys) -> None:
-    dask = ranks_json(capsys, str(job16), "--engine", "dask", "--jobs", "2")
+def ranks_json_process(*argv: str) -> dict:
+    """`trntui ranks --format json` in a process of its own: Dask leaves its IO-loop threads in a process that
+    used it, and a process with threads never forks the two-process decode (tests that follow would not run it)."""
+    rc, out, err = trntui_process("ranks", "--format", "json", "--no-cache", *argv)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def trntui_process(*argv: str, timeout: float = 600) -> tuple[int, str, str]:
+    import os
+    import subprocess
+    import sys
+
+    from tests.rank_job import REPO
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "trntui.cli", *argv], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(job16: Path, local_doc: dict) -> None:
+    dask = ranks_json_process(str(job16), "--engine", "dask", "--jobs", "2")
     assert dask["engine"].startswith("dask LocalCluster, 2 workers")
     assert local_doc["engine"] == "local, 2 worker processes"
     assert results(dask) == results(local_doc)
@@ -237,19 +258,48 @@ def _concurrency_probe(item: tuple[str, int]) -> tuple[int, int]:
 
 
 def test_an_existing_dask_scheduler(corpus_dir: Path, tmp_path: Path, capsys) -> None:
-    """`--scheduler ADDRESS`: the work goes to a running cluster's workers (here one started by the test)."""
-    import logging
-
-    from distributed import LocalCluster
+    """`--scheduler ADDRESS`: the work goes to a running cluster's workers, started here as the README says
+    (`dask scheduler`, `dask worker ADDRESS --nthreads 1`), each a process of its own."""
+    import os
+    import subprocess
+    import sys
+    import time
 
     make_job(corpus_dir, tmp_path / "job", ranks=4, slow_rank=2)
     local = ranks_json(capsys, str(tmp_path / "job"), "--jobs", "1")
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None, host="127.0.0.1",
-                      silence_logs=logging.ERROR) as cluster:
-        remote = ranks_json(capsys, str(tmp_path / "job"), "--engine", "dask", "--scheduler", cluster.scheduler_address)
-    assert remote["engine"] == f"dask scheduler {cluster.scheduler_address}"
+    info = tmp_path / "scheduler.json"
+    common = ["--no-dashboard"]
+    started: list[subprocess.Popen] = []
+    try:
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--scheduler-file", str(info), *common], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(600):
+            if info.exists() and info.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        for _ in range(2):
+            started.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
+                 "--host", "127.0.0.1", *common], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))))
+        remote = ranks_json_process(str(tmp_path / "job"), "--engine", "dask", "--scheduler", address)
+    finally:
+        for p in reversed(started):
+            p.terminate()
+        for p in reversed(started):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    assert remote["engine"] == f"dask scheduler {address}"
     assert results(remote) == results(local)
-    rc, out, err = run_cli(capsys, "ranks", str(tmp_path / "job"), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
+    workers = {r["ran_on"]["worker"].rsplit(":", 1)[1] for r in remote["ranks"]}
+    assert workers and workers <= {str(p.pid) for p in started[1:]}  # the cluster's worker processes did the work
+    rc, out, err = trntui_process("ranks", str(tmp_path / "job"), "--engine", "dask", "--scheduler",
+                                  "tcp://127.0.0.1:9")
     assert rc == 2 and err.count("\n") == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
     rc, out, err = run_cli(capsys, "ranks", str(tmp_path / "job"), "--scheduler", "tcp://127.0.0.1:9")
     assert rc == 2 and "--scheduler needs --engine dask" in err

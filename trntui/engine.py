@@ -224,6 +224,14 @@ def _run_dask(fn: Callable, items: list, options: EngineOptions,
     client = None
     try:
         if options.scheduler:
+            from distributed.comm.addressing import parse_address, parse_host_port
+
+            try:  # checked before a Client starts its IO-loop thread
+                scheme, where = parse_address(options.scheduler)
+                if scheme in ("tcp", "tls", "ws", "wss"):
+                    parse_host_port(where)
+            except (ValueError, TypeError) as exc:
+                raise TrntuiError(f"bad --scheduler {options.scheduler!r}: {exc} (e.g. tcp://10.0.0.5:8786)") from None
             try:
                 client = Client(options.scheduler, timeout="5s")
             except (OSError, TimeoutError) as exc:
