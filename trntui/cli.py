@@ -45,6 +45,18 @@ PROGRESS_COMMANDS = ("summary", "overview", "compare", "ranks")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Everything it prints passes the terminal-safety pass (trntui/textsafe.py) at the output
+    streams, whose encoding errors are escaped instead of raised (an ASCII or strict UTF-8 stdout)."""
+    from trntui.textsafe import install_safe_streams, restore_streams
+
+    streams = install_safe_streams()
+    try:
+        return _main(argv)
+    finally:
+        restore_streams(streams)
+
+
+def _main(argv: list[str] | None) -> int:
     from trntui.errors import TrntuiError
 
     parser = build_parser()

@@ -81,7 +81,9 @@ class StderrProgress:
     """
 
     def __init__(self, label: str = "", stream: TextIO | None = None, *, delay: float = 0.5, force: bool = False) -> None:
-        self.stream = stream if stream is not None else sys.stderr
+        from trntui.textsafe import unfiltered
+
+        self.stream = stream if stream is not None else unfiltered(sys.stderr)  # draws on purpose (\r, erase line)
         self.label = label
         self.delay = delay
         self.began = time.monotonic()
