@@ -47,16 +47,23 @@ def load_run(
             hit = _read_cache(run, options, inputs)
             if hit is not None:
                 return hit
+        # the inputs' identity is taken BEFORE they are read: a file replaced during the load (a new capture
+        # landing) is then never cached under the new file's identity (trntui/cache.py)
+        before = profile_cache.stamp(inputs) if use_cache and inputs else None
         profile = read_run(run, options)
         if use_cache:
             from trntui.progress import report
 
             report("writing the cache", 0, 0)
             if inputs and profile_cache.cacheable(inputs, options.cache_min_bytes):
-                from trntui.analysis.key_averages import key_averages
+                if not profile_cache.unchanged(inputs, before):
+                    profile.meta.notes.append(
+                        "the trace changed while it was read (not cached; load it again for the new content)")
+                else:
+                    from trntui.analysis.key_averages import key_averages
 
-                table = lambda: _table_record(key_averages(profile))  # noqa: E731  (computed after the columns are written)
-                profile_cache.store(inputs, options.cache_dir, profile, records={TABLE: table})
+                    table = lambda: _table_record(key_averages(profile))  # noqa: E731  (computed after the columns are written)
+                    profile_cache.store(inputs, options.cache_dir, profile, records={TABLE: table}, stamp=before)
     return profile
 
 
@@ -80,8 +87,10 @@ def _read_cache(run: Run, options: LoadOptions, inputs: list[Path] | None) -> Pr
     if table is not None:
         try:
             _remember_table(profile, table)
-        except (KeyError, TypeError, ValueError, IndexError):  # a record of another shape: recomputed on demand
-            pass
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError):
+            # a record of another shape, or values that do not add up (a damaged or forged entry): a miss
+            profile_cache.discard(inputs, options.cache_dir)
+            return None
     return profile
 
 
@@ -133,10 +142,66 @@ def _remember_table(profile: Profile, record: dict[str, Any]) -> None:
             fields[name] = [a[b[k] : b[k + 1]] for k in range(len(b) - 1)]
         else:
             fields[name] = a
+    _check_types(OpTable, fields)
     table = OpTable(**fields)
     if any(len(getattr(table, k)) != len(table) for k, v in arrays.items() if not k.endswith(".offsets")):
         raise ValueError("table columns do not fit the rows")
+    _check_table(profile, table, fields)
     remember(profile, table)
+
+
+def _check_types(cls: Any, fields: dict[str, Any]) -> None:
+    """Every JSON field of a record has its dataclass field's type (a string where a number belongs is a
+    TypeError here, not in the middle of printing a table)."""
+    import dataclasses
+    import typing
+
+    import msgspec
+    import numpy as np
+
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    for name, value in fields.items():
+        if name not in known:
+            raise TypeError(f"unknown field {name}")
+        if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+            if any(v.dtype.kind not in "iu" or v.ndim != 1 for v in value):
+                raise TypeError(f"{name}: not index arrays")
+            continue
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind not in "biuf" or value.ndim != 1:
+                raise TypeError(f"{name}: not a numeric column")
+            continue
+        hint = hints[name]
+        if "ndarray" in str(hint):
+            if value is None or (isinstance(value, list) and not value):  # no rows / not recorded
+                continue
+            raise TypeError(f"{name}: an array field stored as JSON")
+        try:
+            msgspec.convert(value, hint, strict=True)
+        except msgspec.ValidationError as exc:
+            raise TypeError(f"{name}: {exc}") from None
+
+
+def _check_table(profile: Profile, table: Any, fields: dict[str, Any]) -> None:
+    """A cached table is served only when its numbers are what its columns say: finite, counts >= 0, rows'
+    events inside the profile, and the stored totals equal to the columns' sums (percentages are computed
+    from these, so a forged total would show as a forged percentage)."""
+    import numpy as np
+
+    for name in ("self_cpu_time_total", "cpu_time_total", "self_device_time_total", "device_time_total"):
+        if not np.all(np.isfinite(np.asarray(getattr(table, name), np.float64))):
+            raise ValueError(f"{name}: not finite")
+    if len(table) and int(np.min(table.count)) < 0:
+        raise ValueError("negative counts")
+    n = len(profile)
+    for ev in table.rows_events:
+        if len(ev) and (int(ev.min()) < 0 or int(ev.max()) >= n):
+            raise ValueError("row events outside the profile")
+    cpu, dev = table.totals()
+    for stored, actual in ((table.sum_self_cpu, cpu), (table.sum_self_device, dev)):
+        if not np.isfinite(stored) or abs(stored - actual) > 1e-6 * max(1.0, abs(actual)):
+            raise ValueError("stored totals do not match the columns")
 
 
 def load_profile(path: str | Path, options: LoadOptions | None = None) -> Profile:

@@ -105,13 +105,18 @@ class Claims:
 
 def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Claims, from_back: bool,
                    progress: tuple[int, int] | None = None, sink: Any = None,
-                   stream: Stream | None = None, offset: int = 0, base: int = 0) -> dict[int, Part] | None:
+                   stream: Stream | None = None, offset: int = 0, base: int = 0,
+                   parent: int | None = None) -> dict[int, Part] | None:
     """Decode the pieces this side claims; None when one is not valid on its own (the caller then decodes
     serially, where a cut inside a string is extended to the next candidate). `sink(k, part)` takes each
     piece at once instead of the returned dict (the child writes it out, so it never holds them all).
-    `stream` (a streamed load): each piece's args are spilled and its pages dropped as soon as it is decoded."""
+    `stream` (a streamed load): each piece's args are spilled and its pages dropped as soon as it is decoded.
+    `parent` (the forked child): the pid that forked it; when that process is gone (killed by SIGTERM, say) the
+    child stops at its next piece instead of decoding on for nobody."""
     done: dict[int, Part] = {}
     while (k := claims.take(from_back)) >= 0:
+        if parent is not None and os.getppid() != parent:
+            return None
         a, e = pieces[k]
         try:
             events = PIECES.decode(inner[a:e])
@@ -155,6 +160,7 @@ def decode_parallel(
     claims = Claims(len(pieces))
     with out:
         fd = out.fileno()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # child: never returns into the caller's code
             code = 1
@@ -169,7 +175,7 @@ def decode_parallel(
                         payload = payload[os.write(fd, payload) :]
 
                 if _decode_pieces(inner, pieces, claims, True, sink=write_frame, stream=stream, offset=offset,
-                                  base=base) is not None:
+                                  base=base, parent=parent) is not None:
                     code = 0
             finally:
                 os._exit(code)
