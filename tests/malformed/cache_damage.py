@@ -120,13 +120,19 @@ def _truncated_meta(entry: Path) -> None:
     (entry / "meta.json").write_bytes(raw[: len(raw) // 2])
 
 
+def _scratch(entry: Path) -> Path:
+    """A directory beside the cache directory (the test's temporary directory) for FIFOs and link targets."""
+    cache_dir = entry.parent
+    return cache_dir.parent
+
+
 def _link(entry: Path, name: str, target: str | Path) -> None:
     (entry / name).unlink()
     (entry / name).symlink_to(target)
 
 
 def _meta_to_fifo(entry: Path) -> None:
-    fifo = entry.parent.parent / "a-fifo"
+    fifo = _scratch(entry) / "a-fifo"
     if not fifo.exists():
         os.mkfifo(fifo)
     _link(entry, "meta.json", fifo)
@@ -143,7 +149,7 @@ def _meta_fifo_in_place(entry: Path) -> None:
 
 def _entry_is_a_link(entry: Path) -> None:
     """The entry directory replaced by a link to a directory whose meta.json is a FIFO."""
-    elsewhere = entry.parent.parent / "elsewhere"
+    elsewhere = _scratch(entry) / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
     for p in entry.iterdir():
         if p.name != "meta.json":
