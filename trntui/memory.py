@@ -39,6 +39,11 @@ NEURON_BYTES_PER_ROW = 900
 """Peak memory per system-trace row of a Neuron Parquet export (bench: ~1.5 GB for 1.5M rows plus a 0.5M-event
 trace.json). Such exports are not streamed: a budget they do not fit refuses them before they are read."""
 
+NEURON_JSON_FACTOR = 8
+"""Peak memory of a Neuron JSON export load / its uncompressed size: the text plus `json.loads`'s objects
+measured 4.7x on a 74 MB export of 300k rows; rounded up for the conversion into rows. Checked while the
+file is read (its inflation is bounded), before it is parsed."""
+
 _SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*\Z", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -106,7 +111,10 @@ GZIP_GUESS_RATIO = 12
 def json_size(path: Path) -> int:
     """The uncompressed size of a trace file: its size, or for gzip the size in its trailer (mod 4 GiB, so
     corrected upwards when implausibly small). A trailer no deflate stream could have (a file cut while it was
-    written ends in arbitrary bytes) gives an estimate instead: `GZIP_GUESS_RATIO` x the file size."""
+    written ends in arbitrary bytes) gives an estimate instead: `GZIP_GUESS_RATIO` x the file size. For gzip only
+    a HINT (the trailer is written by whoever wrote the file, and may lie): a big hint sends the load to the
+    streamed path at once; a small one is never trusted for memory, the inflation itself is bounded
+    (trntui/loaders/files.py `read_bytes(limit=)`)."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         if f.read(2) != b"\x1f\x8b":

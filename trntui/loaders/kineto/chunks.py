@@ -16,6 +16,7 @@ import msgspec
 
 from trntui.loaders.kineto.columns import Part, clock_base, part_of
 from trntui.loaders.kineto.schema import Ev, list_decoder, top_level_meta, top_raw_decoder
+from trntui.loaders.scan import first_non_space, last_non_space
 from trntui.progress import report
 
 if TYPE_CHECKING:
@@ -95,11 +96,8 @@ _ARRAY_CLOSE = re.compile(rb"[}\[]\s*\]\s*[,}]")
 
 
 def _last_non_space(data: Any, e: int, lo: int) -> int:
-    """Position of the last non-whitespace byte before `e` (not before `lo`)."""
-    k = e - 1
-    while k > lo and data[k] in b" \t\r\n":
-        k -= 1
-    return k
+    """Position of the last non-whitespace byte before `e` (not before `lo`): vectorised and cancellable."""
+    return last_non_space(data, e, lo)
 
 
 def _array_ends(data: Any, a: int, lo: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -111,18 +109,21 @@ def _array_ends(data: Any, a: int, lo: int = 0) -> Iterator[tuple[int, dict[str,
     event array then fails at its end and the next candidate is tried."""
     head = data[lo:a]
     hi = len(data)
+    end = last_non_space(data, hi, a) + 1  # the tail is cut after its last non-whitespace byte
     tries = 0
-    for _ in range(100_000):  # `]` in the tail's strings (e.g. Kineto's log lines) are skipped cheaply
-        e = data.rfind(b"]", a, hi)
+    for k in range(100_000):  # `]` in the tail's strings (e.g. Kineto's log lines) are skipped cheaply
+        e = data.rfind(b"]", a, min(hi, end))
         if e < 0:
             return
         hi = e
+        if k % 1024 == 1023:
+            report("finding the event array", 0, 0)  # (cancellable)
         if not _ARRAY_CLOSE.match(data, _last_non_space(data, e, a), e + 1 + _CLOSE_LOOKAHEAD):
             continue  # the array's `]` follows its last event's `}` (or its `[`) and precedes `,` or `}`
         tries += 1
         if tries > 8:
             return
-        tail = data[e + 1 :]
+        tail = data[e + 1 : end]
         if _EVENTS_NAME.search(tail):
             continue
         try:
@@ -144,13 +145,10 @@ def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part],
     `data`: bytes, or a memory map when `stream` is given (a streamed load: see `Stream`)."""
     n = len(data)
     lo = a = 3 if data[:3] == b"\xef\xbb\xbf" else 0
-    while a < n and data[a] in b" \t\r\n":
-        a += 1
+    a = first_non_space(data, a, n)
     first = data[a : a + 1]
     if first == b"[":
-        e = n - 1
-        while e > a and data[e] in b" \t\r\n":
-            e -= 1
+        e = last_non_space(data, n, a)
         if e <= a or data[e] != ord("]"):
             return None
         ends: Iterator[tuple[int, dict[str, Any]]] = iter([(e, {})])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trntui.errors import LoadError
-from trntui.loaders.files import read_bytes
+from trntui.loaders.files import InflateLimit, read_bytes
 from trntui.loaders.kineto.chunks import decode_chunked
 from trntui.loaders.kineto.columns import clock_base, part_of
 from trntui.loaders.kineto.merge import add_parts
@@ -40,20 +40,26 @@ def load_kineto_into(
     read (trntui/memory.py)."""
     path = Path(path)
     meta = builder.meta
+    limit = None
     if budget is not None:
         from trntui.memory import FULL_LOAD_FACTOR, json_size
 
         try:
-            size = json_size(path)
+            size = json_size(path)  # a gzip trailer is only a hint: the inflation below is bounded
         except OSError:
             size = 0  # read_bytes says what is wrong with the file
         if size * FULL_LOAD_FACTOR > budget:
             _load_streamed(path, builder, instance=instance, budget=budget, size=size, scratch_dir=scratch_dir)
             return
+        limit = int(budget / FULL_LOAD_FACTOR)
     if _mappable(path) and _load_mapped(path, builder, instance=instance):
         return
     report("reading", 0, 0)
-    data, notes = read_bytes(path)
+    try:
+        data, notes = read_bytes(path, limit)
+    except InflateLimit:  # the trailer lied (or wrapped): inflated, it does not fit in memory
+        _load_streamed(path, builder, instance=instance, budget=budget, size=(limit or 0) + 1, scratch_dir=scratch_dir)
+        return
     meta.notes.extend(f"{path.name}: {n}" for n in notes)
     meta.sources.append(str(path))
     with _decoding():
@@ -130,7 +136,7 @@ def _load_streamed(
 
     meta = builder.meta
     report("reading", 0, 0)
-    data, notes = map_trace(path, scratch_dir)
+    data, notes = map_trace(path, scratch_dir, budget)
     meta.notes.extend(f"{path.name}: {n}" for n in notes)
     meta.sources.append(str(path))
     meta.notes.append(f"{path.name}: streamed to stay within the memory budget of {fmt(budget)} (args read from disk)")

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from trntui.loaders.scan import first_non_space
+
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BASE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d{1,19})\b')
 # end of an object followed by the next element of the same array, or by the array's end
@@ -94,9 +96,9 @@ def find_events_array(data: bytes) -> int | None:
     match = _EVENTS_KEY.search(data)
     if match is not None:
         return match.end()
-    stripped = data.lstrip()
-    if stripped[:1] == b"[":
-        return len(data) - len(stripped) + 1
+    at = first_non_space(data)
+    if data[at : at + 1] == b"[":
+        return at + 1
     return None
 
 

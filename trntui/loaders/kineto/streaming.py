@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from trntui.errors import LoadError
-from trntui.loaders.files import open_trace
+from trntui.loaders.files import bounded, check_ratio, open_trace
 from trntui.model.args import ArgsStore, Blobs
 from trntui.progress import report
 
@@ -43,18 +43,22 @@ def _temp(directory: Path | None) -> BinaryIO:
     return tempfile.TemporaryFile()
 
 
-def map_trace(path: Path, scratch_dir: Path | None = None) -> tuple[mmap.mmap, list[str]]:
+def map_trace(path: Path, scratch_dir: Path | None = None, budget: int | None = None) -> tuple[mmap.mmap, list[str]]:
     """The trace's (inflated) bytes as a read-only memory map, and notes on anything recovered (a gzip file is
-    inflated into an unlinked file in `scratch_dir`)."""
+    inflated into an unlinked file in `scratch_dir`, checked as it goes: see `_SpillGuard`)."""
     notes: list[str] = []
     with open_trace(path) as f:
         gz = f.read(2) == b"\x1f\x8b"
         f.seek(0)
         if gz:
             src: BinaryIO = _temp(scratch_dir)
-            if not _inflate(f, src, path):
-                notes.append("gzip stream is truncated or corrupted; read what could be decompressed")
-            src.flush()
+            try:
+                if not _inflate(f, src, path, budget):
+                    notes.append("gzip stream is truncated or corrupted; read what could be decompressed")
+                src.flush()
+            except BaseException:
+                src.close()
+                raise
         else:
             src = f
         try:
@@ -66,29 +70,105 @@ def map_trace(path: Path, scratch_dir: Path | None = None) -> tuple[mmap.mmap, l
                 src.close()
 
 
-def _inflate(f: BinaryIO, out: BinaryIO, path: Path) -> bool:
-    """Inflate gzip members from `f` into `out` a piece at a time; False when the stream is damaged."""
+_IN_PIECE = 1 << 16
+"""Compressed bytes per inflater call (`files.bounded` caps what one call makes at 8 MiB)."""
+
+
+class _SpillGuard:
+    """Checks the inflated stream BEFORE each piece is written to the spill file, so a bomb is refused after
+    its first pieces, not after gigabytes were written:
+    - the first byte that is not whitespace must open a JSON object or array (a file of NULs is refused at once);
+    - the events seen so far (`"ph"` keys) must fit the budget streamed (the same projection as `Stream`, from
+      below: the rest of the file can only add events);
+    - the stream must not inflate like a bomb (`files.check_ratio`);
+    - the spill must leave room on its file system (5% of it, at most 1 GiB)."""
+
+    def __init__(self, path: Path, out: BinaryIO, budget: int | None) -> None:
+        self.path, self.out, self.budget = path, out, budget
+        self.started = False
+        self.events = 0
+        self.written = 0
+        self.next_disk_check = 0
+
+    def write(self, chunk: bytes, consumed: int) -> None:
+        if not chunk:
+            return
+        if not self.started:
+            head = chunk.lstrip(b" \t\r\n")
+            if head.startswith(b"\xef\xbb\xbf"):
+                head = head[3:].lstrip(b" \t\r\n")
+            if head:
+                self.started = True
+                if head[:1] not in (b"{", b"["):
+                    raise LoadError(self.path, "not a chrome trace (expected a JSON object or array)")
+        self.written += len(chunk)
+        check_ratio(self.path, self.written, consumed)
+        if self.budget is not None:
+            from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES, over_budget
+
+            self.events += chunk.count(b'"ph"')
+            needed = STREAMED_FIXED_BYTES + self.events * STREAMED_BYTES_PER_EVENT
+            if needed > self.budget:
+                raise over_budget(self.path, needed, self.budget,
+                                  f"even streamed, this trace (at least {self.events / 1e6:,.1f}M events)")
+        if self.written >= self.next_disk_check:
+            self._check_disk(len(chunk))
+            self.next_disk_check = self.written + (64 << 20)
+        try:
+            self.out.write(chunk)
+        except OSError as exc:
+            raise LoadError(self.path, f"cannot inflate it into a temporary file: {exc.strerror or exc}") from None
+
+    def _check_disk(self, size: int) -> None:
+        try:
+            st = os.fstatvfs(self.out.fileno())
+        except (OSError, AttributeError, ValueError):
+            return
+        free = st.f_bavail * st.f_frsize
+        reserve = min(1 << 30, st.f_blocks * st.f_frsize // 20)
+        if free - (64 << 20) - size < reserve:
+            raise LoadError(self.path, f"not enough disk space to inflate it for a streamed load "
+                                       f"({free >> 20:,} MiB free after {self.written >> 20:,} MiB)")
+
+
+def _inflate(f: BinaryIO, out: BinaryIO, path: Path, budget: int | None = None) -> bool:
+    """Inflate gzip members from `f` into `out` a piece at a time, every call bounded (`max_length`) and every
+    piece checked before it is written (`_SpillGuard`); False when the stream is damaged."""
     total = f.seek(0, 2)
     f.seek(0)
+    guard = _SpillGuard(path, out, budget)
     d = zlib.decompressobj(wbits=31)
-    done = 0
+    consumed = 0  # compressed bytes read from the file
+    pending = b""  # compressed bytes after a member's end: the next member (or trailing zeros)
     while True:
-        piece = f.read(_PIECE)
-        if not piece:
-            return d.eof
-        done += len(piece)
-        report("inflating", done, total)
-        while piece:
+        if pending:
+            block, pending = pending, b""
+        else:
+            block = f.read(_PIECE)
+            if not block:
+                return d.eof
+            consumed += len(block)
+        if d.eof:  # after the last member: trailing zeros are ignored, anything else starts a member
+            if not block.strip(b"\0"):
+                continue
+            d = zlib.decompressobj(wbits=31)
+        view = memoryview(block)
+        k = 0
+        while k < len(view):
+            piece = view[k : k + _IN_PIECE]
+            k += len(piece)
             try:
-                out.write(d.decompress(piece))
+                for chunk in bounded(d, piece):
+                    guard.write(chunk, consumed)
             except zlib.error:
                 return False
-            if not d.eof:
-                break
-            piece = d.unused_data  # a concatenated member follows (or trailing zeros)
-            if not piece.strip(b"\0"):
-                break
-            d = zlib.decompressobj(wbits=31)
+            if d.eof:
+                rest = d.unused_data + bytes(view[k:])
+                if rest.strip(b"\0"):  # a concatenated member follows
+                    pending = rest
+                    d = zlib.decompressobj(wbits=31)
+                break  # (trailing zeros: ignored)
+        report("inflating", consumed, total)
 
 
 class ArgsSpill:

@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 
 from trntui.errors import LoadError
+from trntui.loaders.scan import first_non_space
 from trntui.loaders.kineto.schema import (
     Ev,
     any_decoder,
@@ -30,10 +31,10 @@ def decode_trace(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], 
     """Events and top-level metadata from trace bytes, with a fallback chain for damaged files."""
     if data[:3] == b"\xef\xbb\xbf":  # UTF-8 byte order mark (editors on Windows)
         data = data[3:]
-    stripped = data.lstrip()
-    if not stripped:
+    at = first_non_space(data)  # (no stripped copy of the whole file; vectorised and cancellable)
+    if at >= len(data):
         raise LoadError(path, "empty file")
-    first = stripped[:1]
+    first = data[at : at + 1]
     if first not in (b"{", b"["):
         raise LoadError(path, "not a chrome trace (expected a JSON object or array)")
     problem = ""
@@ -96,7 +97,8 @@ def _recover(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict
 def _decode_tolerant(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
     """Decode event by event, coercing what can be coerced and counting what must be skipped."""
     try:
-        if data.lstrip()[:1] == b"[":
+        at = first_non_space(data)
+        if data[at : at + 1] == b"[":
             raw_events = raw_list_decoder.decode(data)
             top_meta: dict[str, Any] = {}
         else:

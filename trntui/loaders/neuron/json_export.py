@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trntui.errors import LoadError
-from trntui.loaders.files import read_bytes
+from trntui.loaders.files import InflateLimit, read_bytes
 from trntui.loaders.neuron.system import SystemRows, add_system_rows, rows_from_records, to_int
 from trntui.model.builder import ProfileBuilder
 
@@ -118,8 +118,18 @@ def _pair_live(records: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]
     return out, {}, skipped
 
 
-def read_json_rows(path: Path) -> tuple[SystemRows, dict[str, Any]]:
-    data, notes = read_bytes(path)
+def read_json_rows(path: Path, budget: int | None = None) -> tuple[SystemRows, dict[str, Any]]:
+    """`budget`: bytes the load may still use; the file is refused while it is read (its inflation is bounded)
+    when parsing it could not fit (`memory.NEURON_JSON_FACTOR`)."""
+    from trntui import memory
+
+    limit = None if budget is None else max(int((budget - memory.STREAMED_FIXED_BYTES) / memory.NEURON_JSON_FACTOR), 0)
+    try:
+        data, notes = read_bytes(path, limit)
+    except InflateLimit:
+        raise memory.over_budget(path, int((limit or 0) * memory.NEURON_JSON_FACTOR) + memory.STREAMED_FIXED_BYTES,
+                                 budget or 0, "this Neuron JSON export (more than "
+                                 f"{memory.fmt(limit or 0)} of JSON)") from None
     try:
         doc = json.loads(data)
     except ValueError as exc:
@@ -143,7 +153,8 @@ def load_json_export(
     """Add the JSON export's system-trace events to `builder`."""
     path = Path(path)
     label = label or path.name
-    rows, meta = read_json_rows(path)
+    budget = getattr(builder, "memory_budget", None)
+    rows, meta = read_json_rows(path, None if budget is None else budget - builder.nbytes)
     builder.meta.sources.append(str(path))
     info: dict[str, Any] = {"export": str(path), "format": "json"}
     spm = meta.get("system_profile_metadata")
