@@ -199,6 +199,7 @@ def test_terminal_opens_the_app_on_the_result(tmp_path: Path, monkeypatch: pytes
     opened: list[Path] = []
     monkeypatch.setattr(profile_cmd, "_tui_launcher", lambda several=False: lambda path: opened.append(path) or 0)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)  # the app needs keys too (issue 19)
     out = tmp_path / "tty"
     assert main(["profile", "rmsnorm", "--device", "cpu", "--variant", "fused", "--out", str(out)]) == 0
     assert opened == [out]

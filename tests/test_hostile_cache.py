@@ -68,15 +68,15 @@ def test_trace_replaced_during_the_load_is_never_cached(tmp_path, cache_env, mon
 
     real = kload.read_bytes
 
-    def read_then_replace(path):
-        data = real(path)
+    def read_then_replace(path, *a):
+        data = real(path, *a)
         if new.exists():
             os.replace(new, trace)  # the capture lands right after the read
         return data
 
     monkeypatch.setattr(kload, "read_bytes", read_then_replace)
     rc, out, err = _summary(capsys, trace)
-    assert rc == 0 and err == ""
+    assert rc == 0 and err == "", err
     assert "aten::aaaa" in out and "aten::bbbb" not in out
     assert "Note: the trace changed while it was read (not cached" in out
     assert not _entries(cache_env), "a profile read from a file that changed must not be cached"
@@ -99,11 +99,11 @@ def test_trace_replaced_before_the_read_is_not_cached_under_its_new_stamp(tmp_pa
     real = kload.read_bytes
     swaps = [valid_trace(names=B_NAMES), valid_trace(names=("aten::cccc", "aten::add", "aten::relu"))]
 
-    def swap_read_swap(path):
+    def swap_read_swap(path, *a):
         tmp = tmp_path / "swap.json"
         tmp.write_bytes(swaps[0])
         os.replace(tmp, trace)
-        data = real(path)
+        data = real(path, *a)
         tmp.write_bytes(swaps[1])
         os.replace(tmp, trace)
         return data

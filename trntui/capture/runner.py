@@ -32,7 +32,7 @@ from typing import Any, Callable
 from trntui import __version__
 from trntui.capture.devices import DeviceSetup, ScheduleSpec, build_profiler_plan, require_torch
 from trntui.capture.neuron import neff_cache_env
-from trntui.capture.workloads import Variant, Workload, _exc_line, input_dtypes, input_shapes
+from trntui.capture.workloads import Variant, Workload, _exc_line, input_dtypes, input_shapes, user_error
 from trntui.errors import TrntuiError
 
 MANIFEST = "trntui.json"
@@ -237,10 +237,11 @@ def _run_session(torch: Any, plan: Any, sched: Any, fn: Any, args: tuple, kwargs
 def _call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], when: str) -> Any:
     try:
         return fn(*args, **kwargs)
-    except TrntuiError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise TrntuiError(f"the workload raised {_exc_line(exc)} during {when}") from exc
+    except BaseException as exc:  # noqa: BLE001 - user code: SystemExit and BaseException subclasses too
+        err = user_error(exc, "the workload", when)
+        if err is None or err is exc:
+            raise
+        raise err from exc
 
 
 FRAMEWORK_TRACES = ("trace.json", "trace.json.gz", "neuron_framework_trace_rank_", "pytorch_trace.json",

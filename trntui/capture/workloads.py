@@ -169,8 +169,10 @@ def _import_file(path: Path) -> tuple[Any, str]:
     except SystemExit as exc:
         sys.modules.pop(modname, None)
         raise TrntuiError(f"{shown}: exited with {exc.code!r} while being imported") from None
-    except Exception as exc:  # noqa: BLE001 - user code: report it in one line
+    except BaseException as exc:  # noqa: BLE001 - user code: report it in one line
         sys.modules.pop(modname, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         raise TrntuiError(f"{shown}: error while importing it: {_exc_line(exc)}") from exc
     finally:
         if added:
@@ -194,7 +196,11 @@ def _import_module(name: str) -> tuple[Any, str]:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise TrntuiError(f"no module named {name!r} (not importable from {cwd})") from None
         raise TrntuiError(f"module {name!r}: error while importing it: {_exc_line(exc)}") from exc
-    except Exception as exc:  # noqa: BLE001
+    except SystemExit as exc:
+        raise TrntuiError(f"module {name!r}: exited with {exc.code!r} while being imported") from None
+    except BaseException as exc:  # noqa: BLE001 - user code (KeyboardInterrupt stays Ctrl-C)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         raise TrntuiError(f"module {name!r}: error while importing it: {_exc_line(exc)}") from exc
     finally:
         if added:
@@ -218,10 +224,11 @@ def build_workload(source: WorkloadSource, ctx: CaptureContext) -> Workload:
     try:
         takes_ctx = _accepts_positional(fn)
         result = fn(ctx) if takes_ctx else fn()
-    except TrntuiError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - user code
-        raise TrntuiError(f"{source.origin} raised {_exc_line(exc)}") from exc
+    except BaseException as exc:  # noqa: BLE001 - user code, SystemExit and BaseException subclasses included
+        err = user_error(exc, str(source.origin))
+        if err is None or err is exc:
+            raise
+        raise err from exc
     workload = normalize(result, source)
     workload.variants = {k: _to_device(v, ctx) for k, v in workload.variants.items()}
     return workload
@@ -342,6 +349,24 @@ def _describe(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     return "None" if value is None else f"a {type(value).__name__}"
+
+
+def user_error(exc: BaseException, what: str, when: str = "") -> TrntuiError | None:
+    """The one-line error for what user code raised (None for KeyboardInterrupt: Ctrl-C stays Ctrl-C).
+
+    `sys.exit(N)` in a workload is not trntui exiting: it is reported with its exit code, as is any exception,
+    including `BaseException` subclasses that are not `Exception`s (never a traceback, never a silent exit)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return None
+    if isinstance(exc, TrntuiError):
+        return exc
+    during = f" during {when}" if when else ""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        status = 0 if code is None else code if isinstance(code, int) else 1  # as Python's own exit status
+        arg = "" if code is None else repr(code)
+        return TrntuiError(f"{what} called sys.exit({arg}){during} (exit code {status})")
+    return TrntuiError(f"{what} raised {_exc_line(exc)}{during}")
 
 
 def _exc_line(exc: BaseException) -> str:

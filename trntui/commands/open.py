@@ -32,6 +32,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def has_terminal() -> bool:
+    """Whether the app can run here: stdin and stdout are terminals (keys come in, the screen goes out)."""
+    import sys
+
+    try:
+        return sys.stdin is not None and sys.stdout is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def require_terminal() -> None:
+    """One line and exit 2 instead of an app that waits forever for keys or draws into a pipe."""
+    if not has_terminal():
+        from trntui.errors import TrntuiError
+
+        raise TrntuiError("open needs a terminal on stdin and stdout (for text output use: trntui summary PATH)")
+
+
 def launch(
     path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None, options: Any = None,
     merge: bool = False,
@@ -43,12 +61,13 @@ def launch(
     path = Path(path)
     if not path.exists():
         raise LoadError(path, "no such file or directory")
-    from trntui.tui.app import TrntuiApp
-
     if steps:
         from trntui.analysis.select import parse_steps
 
         parse_steps(steps)  # a malformed spec is a one-line error before the app starts
+    require_terminal()
+    from trntui.tui.app import TrntuiApp
+
     TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge).run()
     return 0
 

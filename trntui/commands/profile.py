@@ -166,7 +166,7 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
     for warning in result.warnings:
         print(f"trntui: warning: {warning} (recorded in the manifest)", file=sys.stderr)
     print(f"trntui: wrote {result.out}", file=sys.stderr, flush=True)
-    if not args.no_tui and sys.stdout.isatty():
+    if not args.no_tui and sys.stdout.isatty() and sys.stdin.isatty():  # the app needs keys and a screen
         launch = _tui_launcher(several=len(result.variants) > 1)
         if launch is not None:
             explicit = {"options": options} if getattr(args, "memory_budget", None) or getattr(args, "convert_timeout", None) else {}  # else: the defaults

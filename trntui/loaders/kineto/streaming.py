@@ -157,10 +157,24 @@ def _inflate(f: BinaryIO, out: BinaryIO, path: Path, budget: int | None = None) 
         while k < len(view):
             piece = view[k : k + _IN_PIECE]
             k += len(piece)
+            saved = d.copy()
+            wrote = 0
             try:
                 for chunk in bounded(d, piece):
                     guard.write(chunk, consumed)
-            except zlib.error:
+                    wrote += len(chunk)
+            except zlib.error:  # replay the piece byte by byte: keep what precedes the damage (a bad trailer)
+                d = saved
+                for q in range(len(piece)):
+                    try:
+                        for chunk in bounded(d, piece[q : q + 1]):
+                            if wrote >= len(chunk):  # already written by the failed attempt
+                                wrote -= len(chunk)
+                                continue
+                            guard.write(chunk[wrote:], consumed)
+                            wrote = 0
+                    except zlib.error:
+                        break
                 return False
             if d.eof:
                 rest = d.unused_data + bytes(view[k:])
