@@ -298,3 +298,32 @@ def test_profile_workload_exits_are_one_line(name, tmp_path, capsys) -> None:
     assert len(errors) == 1 and errors[0] == err.splitlines()[-1], err
     assert re.search(expect, errors[0]), errors[0]
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------------------------
+# item 8
+# ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind,skipped_values,skipped_rows", [("json", 7, 2), ("parquet", 8, 3)])
+def test_neuron_values_out_of_int64_range_are_skipped_and_counted(kind, skipped_values, skipped_rows, tmp_path, capsys) -> None:
+    """ts 1e400, pid "inf", 2**70, -2**64, NaN, a uint64 past 2**63 in a JSON export or Parquet: each such cell
+    is left empty and counted; a row without a usable timestamp is skipped and said; the rest loads."""
+    import json
+
+    from malformed.bombs import neuron_json_out_of_range, parquet_out_of_range
+
+    if kind == "json":
+        d = tmp_path / "export"
+        d.mkdir()
+        neuron_json_out_of_range(d / "system_profile.json")
+    else:
+        d = parquet_out_of_range(tmp_path / "export")
+    rc, out, err, caught, _ = run_cli(["summary", "--no-cache", str(d)], capsys)
+    assert rc == 0 and err == "" and "Traceback" not in out, err
+    assert (f"Skipped {skipped_values} input record(s): {skipped_values} Neuron values out of the int64 range"
+            in out), out
+    assert f"Note: {skipped_rows} system-trace row(s) without a name or timestamp skipped" in out
+    rc, out, err, caught, _ = run_cli(["summary", "--no-cache", "--format", "json", str(d)], capsys)
+    doc = json.loads(out)
+    assert sum(doc["profile"]["skipped"].values()) == skipped_values
+    good = 5 if kind == "json" else 8 - skipped_rows
+    assert doc["profile"]["events"] >= good

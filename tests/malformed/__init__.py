@@ -427,4 +427,21 @@ def build_corpus(root: Path) -> list[Case]:
         cases.append(Case("fifo.json", root / "fifo.json", "error"))
     cases.append(Case("dir_fifo", d, "either"))
     cases.append(Case("missing_file", root / "no" / "such" / "trace.json", "error"))
+
+    # --- issue 19: bombs, lying trailers, whitespace, out-of-range Neuron values (small on disk) ------------
+    from malformed import bombs
+
+    cases.append(Case("bomb_gzip_nul_1.5GiB.json.gz", bombs.nul_bomb(root / "bomb_gzip_nul_1.5GiB.json.gz"), "error"))
+    ws = bombs.whitespace_bomb(root / "bomb_whitespace_200MiB.json.gz", size=200 << 20, gz=True, where="inner")
+    cases.append(Case("bomb_whitespace_200MiB.json.gz", ws, "error"))  # inflates 1000x: refused as a bomb
+    liar = root / "gzip_trailer_says_100_bytes.json.gz"
+    liar.write_bytes(_gz(good)[:-4] + (100).to_bytes(4, "little"))
+    cases.append(Case(liar.name, liar, "ok"))  # the trailer is not the truth: the data is
+    file("whitespace_around.json", b" \n" * 40_000 + good[:-3] + b" \t\r\n" * 40_000 + good[-3:] + b"\n" * 80_000, "ok")
+    d = root / "dir_neuron_json_out_of_range"
+    d.mkdir()
+    bombs.neuron_json_out_of_range(d / "system_profile.json")
+    cases.append(Case(d.name, d, "load"))
+    d = bombs.parquet_out_of_range(root / "dir_neuron_parquet_out_of_range")
+    cases.append(Case(d.name, d, "load"))
     return cases

@@ -24,6 +24,8 @@ import json
 import numpy as np
 
 from trntui.loaders.neuron.system import (
+    INT64_MAX,
+    OUT_OF_RANGE,
     Strs,
     SystemRows,
     add_system_rows,
@@ -129,8 +131,9 @@ def _column(table: Any, *names: str) -> Any:
     return None
 
 
-def _ints(col: Any, n: int) -> np.ndarray:
-    """int64 values, -1 for nulls / unparsable; numeric strings are parsed exactly (no float detour)."""
+def _ints(col: Any, n: int, bad: list[int] | None = None) -> np.ndarray:
+    """int64 values, -1 for nulls / unparsable; numeric strings are parsed exactly (no float detour). A value
+    no int64 holds (±inf, NaN, 1e400, 2**70, a uint64 past 2**63) is -1 too, counted in `bad[0]`."""
     pa, _ = _pyarrow()
     import pyarrow.compute as pc
 
@@ -141,7 +144,14 @@ def _ints(col: Any, n: int) -> np.ndarray:
         if pa.types.is_integer(t) or pa.types.is_boolean(t):
             return np.array(pc.cast(col, pa.int64()).fill_null(NO_ID).to_numpy(), np.int64)
         if pa.types.is_floating(t):
-            return np.array(pc.cast(pc.floor(col), pa.int64(), safe=False).fill_null(NO_ID).to_numpy(), np.int64)
+            values = np.asarray(pc.floor(col).fill_null(np.nan).to_numpy(zero_copy_only=False), np.float64)
+            null = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), bool)
+            ok = np.isfinite(values) & (values >= -(2.0**63)) & (values < 2.0**63)
+            if bad is not None:
+                bad[0] += int(np.count_nonzero(~ok & ~null))
+            out = np.full(n, NO_ID, np.int64)
+            out[ok] = values[ok].astype(np.int64)
+            return out
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             trimmed = pc.utf8_trim_whitespace(col)
             blank = pc.equal(trimmed, "")
@@ -149,7 +159,7 @@ def _ints(col: Any, n: int) -> np.ndarray:
             return np.array(pc.cast(cleaned, pa.int64()).fill_null(NO_ID).to_numpy(), np.int64)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
         pass
-    return np.fromiter((to_int(v) for v in col.to_pylist()), np.int64, count=n)
+    return np.fromiter((to_int(v, NO_ID, bad) for v in col.to_pylist()), np.int64, count=n)
 
 
 def _strs(col: Any, n: int) -> Strs:
@@ -334,16 +344,19 @@ def rows_from_arrow(table: Any) -> SystemRows:
     pa, _ = _pyarrow()
     n = table.num_rows
     notes: list[str] = []
+    oor = [0]  # cells out of the int64 range: left empty, counted
     name_raw = _strs(_column(table, "name"), n)
-    start = _ints(_column(table, "start_ts", "timestamp", "timestamp_ns"), n)
-    end = _ints(_column(table, "end_ts"), n)
-    dur = _ints(_column(table, "duration_ns", "duration"), n)
-    end = np.where(end == NO_ID, start + np.maximum(dur, 0), end)
-    pid = _ints(_column(table, "process_id"), n)
-    tid = _ints(_column(table, "thread_id"), n)
-    nc = _ints(_column(table, "nc_idx", "lnc_idx"), n)
-    pcore = _ints(_column(table, "pcore_idx", "device_core_idx"), n)
-    seq = _ints(_column(table, *SEQ_KEYS), n)
+    start = _ints(_column(table, "start_ts", "timestamp", "timestamp_ns"), n, oor)
+    end = _ints(_column(table, "end_ts"), n, oor)
+    dur = np.maximum(_ints(_column(table, "duration_ns", "duration"), n, oor), 0)
+    past = (end == NO_ID) & (start > INT64_MAX - dur)  # start + duration beyond the int64 range
+    oor[0] += int(np.count_nonzero(past & (start != NO_ID)))
+    end = np.where(end == NO_ID, np.where(past, start, start + np.where(past, 0, dur)), end)
+    pid = _ints(_column(table, "process_id"), n, oor)
+    tid = _ints(_column(table, "thread_id"), n, oor)
+    nc = _ints(_column(table, "nc_idx", "lnc_idx"), n, oor)
+    pcore = _ints(_column(table, "pcore_idx", "device_core_idx"), n, oor)
+    seq = _ints(_column(table, *SEQ_KEYS), n, oor)
     stream = _strs(_column(table, "framework_stream_id"), n).mapped(lambda x: None if x in (None, "") else x)
     instance = _strs(_column(table, "instance_id"), n).mapped(lambda x: x or "")
     source = _sources(name_raw, _strs(_column(table, "trace_event_source"), n), _strs(_column(table, "group"), n))
@@ -428,6 +441,8 @@ def rows_from_arrow(table: Any) -> SystemRows:
         notes=notes,
         category=category,
     )
+    if oor[0]:
+        rows.skipped[OUT_OF_RANGE] = oor[0]
     if missing.any():
         rows.notes.append(f"{int(missing.sum())} system-trace row(s) without a name or timestamp skipped")
         rows = rows.take(~missing)

@@ -145,6 +145,8 @@ class SystemRows:
     notes: list[str] = field(default_factory=list)
     category: Strs | None = None
     """The Kineto category Explorer kept in a row's attributes (`category` / `cat`), when read column-wise."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """What was left out and how many (the profile's `meta.skip` counts): values out of the int64 range."""
 
     def __len__(self) -> int:
         return len(self.start)
@@ -171,6 +173,7 @@ class SystemRows:
             args=_take_args(self.args, idx),
             notes=list(self.notes),
             category=self.category.take(idx) if self.category is not None else None,
+            skipped=dict(self.skipped),
         )
 
 
@@ -180,24 +183,51 @@ def _take_args(args: Any, idx: np.ndarray) -> Any:
     return [args[i] for i in idx.tolist()]
 
 
-def to_int(value: Any, default: int = NO_ID) -> int:
-    """An id that may be int, float, numeric string (beyond 2^53: parsed exactly), or missing."""
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+OUT_OF_RANGE = "Neuron values out of the int64 range (ts 1e400, 'inf', 2**70, ...), left empty"
+"""The `skipped` reason for cells no int64 holds: the cell is treated as missing (a row without a timestamp is
+then skipped as such), the rest of the row and of the file is read."""
+
+
+def to_int(value: Any, default: int = NO_ID, bad: list[int] | None = None) -> int:
+    """An id that may be int, float, numeric string (beyond 2^53: parsed exactly), or missing. A value that
+    is not a finite number inside the int64 range (1e400, "inf", NaN, 2**70) is `default`, counted in
+    `bad[0]` when given: one bad cell never sinks a run."""
     if value is None:
         return default
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value == value else default
     try:
-        text = str(value).strip()
-        return int(text) if text else default
+        if isinstance(value, int):
+            out = value
+        elif isinstance(value, float):
+            out = int(value)  # OverflowError for ±inf, ValueError for NaN
+        else:
+            text = str(value).strip()
+            if not text:
+                return default
+            try:
+                out = int(text)
+            except ValueError:
+                number = float(text)  # ValueError: not a number at all (a missing value, not an overflow)
+                if number != number or number in (float("inf"), float("-inf")):
+                    raise OverflowError(text) from None
+                out = int(number)
+    except OverflowError:
+        out = None
     except ValueError:
-        try:
-            return int(float(text))
-        except ValueError:
+        if isinstance(value, float):  # NaN
+            out = None
+        else:
             return default
+    if out is None or not INT64_MIN <= out <= INT64_MAX:
+        if bad is not None:
+            bad[0] += 1
+        return default
+    return out
+
+
+_to_int = to_int
 
 
 def parse_flow_ids(value: Any) -> list[int]:
@@ -270,6 +300,11 @@ def rows_from_records(records: list[dict[str, Any]], notes: list[str] | None = N
     fkey: list[int] = []
     bad = 0
     keep = np.ones(n, bool)
+    oor = [0]  # cells out of the int64 range
+
+    def to_int(value: Any, default: int = NO_ID) -> int:  # (this function's cells are counted)
+        return _to_int(value, default, oor)
+
     core = {
         "name", "start_ts", "end_ts", "duration_ns", "timestamp", "duration", "timestamp_ns", "trace_event_source",
         "instance_id", "process_id", "thread_id", "nc_idx", "lnc_idx", "pcore_idx", "device_core_idx", "flow_id",
@@ -290,6 +325,9 @@ def rows_from_records(records: list[dict[str, Any]], notes: list[str] | None = N
             if d == NO_ID:
                 d = to_int(get("duration"), 0)
             e = s + max(d, 0) if s != NO_ID else NO_ID
+            if e > INT64_MAX:  # a valid start plus a valid duration past the int64 range
+                oor[0] += 1
+                e = s
         if s == NO_ID or not nm:
             bad += 1
             keep[k] = False
@@ -348,6 +386,8 @@ def rows_from_records(records: list[dict[str, Any]], notes: list[str] | None = N
         args=args,
         notes=list(notes or []),
     )
+    if oor[0]:
+        rows.skipped[OUT_OF_RANGE] = oor[0]
     if bad:
         rows.notes.append(f"{bad} system-trace row(s) without a name or timestamp skipped")
         rows = rows.take(keep)
@@ -365,6 +405,8 @@ def add_system_rows(
     """Add system-trace rows to `builder` (merging with the trace.json rows already in it). Returns counts."""
     meta = builder.meta
     meta.notes.extend(rows.notes)
+    for reason, count in rows.skipped.items():
+        meta.skip(reason, count)
     stats = {"rows": len(rows), "added": 0, "duplicates": 0, "filtered": 0}
     if pid_filter is not None and len(rows):
         known = rows.pid[rows.pid != NO_ID]
@@ -638,6 +680,7 @@ def concat_rows(parts: list[SystemRows]) -> SystemRows:
         args=args,
         notes=[n for p in parts for n in p.notes],
         category=Strs.concat([p.category for p in parts]) if all(p.category is not None for p in parts) else None,
+        skipped={k: sum(p.skipped.get(k, 0) for p in parts) for k in dict.fromkeys(k for p in parts for k in p.skipped)},
     )
 
 
