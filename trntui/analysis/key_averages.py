@@ -180,27 +180,41 @@ class OpTable:
     def __len__(self) -> int:
         return len(self.name)
 
-    # derived columns -------------------------------------------------------------------------------
+    # derived columns: computed once per table (renderers read them per cell: recomputing the column per
+    # cell made a 200k-row table quadratic), recomputed only if a column or total they use is replaced
+    def _derived(self, name: str, compute: Any, *deps: Any) -> np.ndarray:
+        key = tuple(id(d) if isinstance(d, np.ndarray) else d for d in deps)
+        memo = self.__dict__.setdefault("_derived_columns", {})
+        hit = memo.get(name)
+        if hit is None or hit[0] != key:
+            hit = memo[name] = (key, compute())
+        return hit[1]
+
     @property
     def cpu_time(self) -> np.ndarray:
         """torch's `cpu_time`: `1.0 * cpu_time_total / count`."""
-        return self.cpu_time_total / np.maximum(self.count, 1)
+        return self._derived("cpu_time", lambda: self.cpu_time_total / np.maximum(self.count, 1),
+                             self.cpu_time_total, self.count)
 
     @property
     def device_time(self) -> np.ndarray:
-        return self.device_time_total / np.maximum(self.count, 1)
+        return self._derived("device_time", lambda: self.device_time_total / np.maximum(self.count, 1),
+                             self.device_time_total, self.count)
 
     @property
     def self_cpu_percent(self) -> np.ndarray:
-        return _pct(self.self_cpu_time_total, self.sum_self_cpu)
+        return self._derived("self_cpu_percent", lambda: _pct(self.self_cpu_time_total, self.sum_self_cpu),
+                             self.self_cpu_time_total, self.sum_self_cpu)
 
     @property
     def cpu_total_percent(self) -> np.ndarray:
-        return _pct(self.cpu_time_total, self.sum_self_cpu)
+        return self._derived("cpu_total_percent", lambda: _pct(self.cpu_time_total, self.sum_self_cpu),
+                             self.cpu_time_total, self.sum_self_cpu)
 
     @property
     def self_device_percent(self) -> np.ndarray:
-        return _pct(self.self_device_time_total, self.sum_self_device)
+        return self._derived("self_device_percent", lambda: _pct(self.self_device_time_total, self.sum_self_device),
+                             self.self_device_time_total, self.sum_self_device)
 
     @property
     def has_device(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from trntui.analysis.compare import METRICS, TIME_METRICS, headline_metric, ratio
-from trntui.report.format import csv_text, format_time, markdown_table, text_table
+from trntui.report.format import csv_text, format_time, markdown_safe, markdown_table, text_table
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,7 +179,8 @@ def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pat
             out += [f"### {title}", "", legend, "", *markdown_table([h for h, _, _ in cols], cells)]
         else:
             out += [title, legend, *_text_table([h for h, _, _ in cols], cells)]
-    return "\n".join(out).rstrip("\n") + "\n"
+    text = "\n".join(out).rstrip("\n") + "\n"
+    return markdown_safe(text) if markdown else text
 
 
 def _summary_notes(runs: Sequence["ComparedRun"]) -> list[str]:

@@ -250,7 +250,12 @@ def render_text(export: "DeviceExport", report: "DeviceReport", limit: int = 10,
     if notes:
         lines.append("")
         lines += [f"Note: {safe_text(n)}" for n in notes]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if markdown:
+        from trntui.report.format import markdown_safe
+
+        return markdown_safe(text)
+    return text
 
 
 def document(export: "DeviceExport", report: "DeviceReport", limit: int = 10) -> dict[str, Any]:

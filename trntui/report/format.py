@@ -43,6 +43,14 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str
     return [rule, line(headers), rule, *[line(r) for r in rows], rule]
 
 
+def markdown_safe(text: str) -> str:
+    """A whole Markdown report made inert where it is rendered (a PR comment, a wiki, a notebook): `&`, `<` and
+    `>` become entities (a trace's `<script>`, `<img onerror=...>` or `<!--` is shown, never interpreted as
+    HTML), and `](` is escaped (a name cannot become a link). Applied once, to every Markdown report, as the
+    terminal-safety pass is applied to every string the CLI prints."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(")
+
+
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     """A Markdown (GitHub) table; `|` in a cell is escaped. Cells are printed as given (make them safe first)."""
 

@@ -4,7 +4,7 @@ view's gaps screen. JSON callers use `GapReport.to_dict()`."""
 from __future__ import annotations
 
 from trntui.analysis.gaps import GapReport
-from trntui.report.format import csv_text, format_time, markdown_table, text_table
+from trntui.report.format import csv_text, format_time, markdown_safe, markdown_table, text_table
 from trntui.textsafe import safe_text
 
 TITLE = "Hardware gaps (busy vs idle between the first and last execution of each lane)"
@@ -37,5 +37,5 @@ def render_gaps(report: GapReport, fmt: str = "table") -> str:
             format_time(r.idle_ns / 1000.0), f"{100.0 * r.busy_fraction:.1f}%", str(r.gap_count), largest or "-",
         ])
     if fmt == "markdown":
-        return "\n".join([f"#### {TITLE}", "", *markdown_table(HEADERS, cells)]) + "\n"
+        return markdown_safe("\n".join([f"#### {TITLE}", "", *markdown_table(HEADERS, cells)]) + "\n")
     return "\n".join([TITLE, *text_table(HEADERS, cells, align="lrrrrrrl")]) + "\n"

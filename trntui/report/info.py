@@ -22,6 +22,15 @@ def _export_note(e: dict[str, Any]) -> str:
 
 
 def render_text(doc: dict[str, Any]) -> str:
+    """The info document as text; directories that could not be read are listed last (they were not
+    searched: what they hold is missing from the lines above)."""
+    text = _render_text(doc)
+    for p in doc.get("unreadable") or []:
+        text += f"unreadable: {st(p)} (permission denied; not searched)\n"
+    return text
+
+
+def _render_text(doc: dict[str, Any]) -> str:
     out: list[str] = []
     if doc["kind"] == "neuron":
         n = len(doc["sessions"])

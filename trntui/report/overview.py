@@ -176,7 +176,9 @@ def render(ov: "Overview", fmt: str, title: str | None = None) -> str:
     if fmt == "csv":
         return render_csv(ov, title)
     if fmt == "markdown":
-        return render_table(ov, title, markdown=True)
+        from trntui.report.format import markdown_safe
+
+        return markdown_safe(render_table(ov, title, markdown=True))
     return render_table(ov, title)
 
 

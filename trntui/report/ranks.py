@@ -177,7 +177,9 @@ def render_markdown(report: RanksReport, context: dict[str, Any] | None = None) 
     out += [esc(line) for line in _straggler_lines(report)]
     out.append("")
     out += [esc(line) for line in _collective_lines(report, table=False)]
-    return "\n".join(out) + "\n"
+    from trntui.report.format import markdown_safe
+
+    return markdown_safe("\n".join(out) + "\n")
 
 
 def rank_records(report: RanksReport) -> list[dict[str, Any]]:

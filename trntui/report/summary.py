@@ -10,7 +10,7 @@ from typing import Any
 
 from trntui.analysis.key_averages import ROW_FIELDS, OpTable
 from trntui.model.profile import Profile
-from trntui.report.format import csv_text, format_pct, format_time, markdown_table  # noqa: F401 - re-exported
+from trntui.report.format import csv_text, format_pct, format_time, markdown_safe, markdown_table  # noqa: F401 - re-exported
 from trntui.textsafe import safe_text
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -239,7 +239,7 @@ def render(
     if fmt == "markdown":
         head = f"### {safe_text(title)}\n\n" if title else ""
         extra = footer_lines(profile, table)
-        return head + render_markdown(table, sort_by, limit, with_shapes) + ("\n".join(extra) + "\n" if extra else "")
+        return markdown_safe(head + render_markdown(table, sort_by, limit, with_shapes) + ("\n".join(extra) + "\n" if extra else ""))
     if fmt == "csv":
         return render_csv(table, sort_by, limit)
     if fmt == "json":
