@@ -63,44 +63,59 @@ def _written(pid: int) -> int:
     return 0
 
 
+def _child(pid: int) -> int:
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return int(kids[0]) if kids else 0
+    except (OSError, ValueError):
+        return 0
+
+
 def run_measured(*argv: str, timeout: float = 120) -> tuple[int, str, str, int, int]:
     """`trntui ARGV` in a child process: (exit code, stdout, stderr, peak RSS in bytes from wait4, bytes it
-    wrote). A watchdog kills it if its RSS ever passes 1.5 GB (the test then fails on the exit code)."""
+    wrote). The child is started by a small launcher (tests/malformed/measure.py: started from pytest, its
+    peak would include pytest's own). A watchdog kills it if its RSS ever passes 1.5 GB (the test then fails
+    on the exit code)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TRNTUI_NO_PROGRESS="1")
     out_f, err_f = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-m", "trntui.cli", *argv], env=env, stdout=out_f, stderr=err_f)
-    wrote = [0]
-    stop = threading.Event()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result"
+        launcher = subprocess.Popen([sys.executable, str(Path(__file__).parent / "malformed" / "measure.py"),
+                                     str(result), sys.executable, "-m", "trntui.cli", *argv],
+                                    env=env, stdout=out_f, stderr=err_f)
+        wrote = [0]
+        stop = threading.Event()
 
-    def watch() -> None:
-        while not stop.is_set():
-            if _rss(proc.pid) > WATCHDOG:
-                proc.kill()
-                return
-            wrote[0] = max(wrote[0], _written(proc.pid))
-            time.sleep(0.02)
+        def watch() -> None:
+            while not stop.is_set():
+                pid = _child(launcher.pid)
+                if pid and _rss(pid) > WATCHDOG:
+                    os.kill(pid, 9)
+                    return
+                if pid:
+                    wrote[0] = max(wrote[0], _written(pid))
+                time.sleep(0.02)
 
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-            time.sleep(0.02)
-    finally:
-        stop.set()
-        t.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        try:
+            try:
+                launcher.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pid = _child(launcher.pid)
+                if pid:
+                    os.kill(pid, 9)
+                launcher.wait()
+        finally:
+            stop.set()
+            t.join()
+        code, peak = (int(v) for v in result.read_text().split())
     out_f.seek(0)
     err_f.seek(0)
     out, err = out_f.read().decode(), err_f.read().decode()
     out_f.close()
     err_f.close()
-    return proc.returncode, out, err, usage.ru_maxrss * 1024, wrote[0]
+    return code, out, err, peak, wrote[0]
 
 
 def _one_line_error(rc: int, out: str, err: str, path: Path) -> str:

@@ -105,9 +105,12 @@ def test_bad_budget_values(capsys, corpus_dir) -> None:
     assert memory.parse_size("none") is None and memory.parse_size("off") is None
     with pytest.raises(TrntuiError):
         memory.parse_size("lots")
-    rc = main(["summary", "--memory-budget", "2X", str(corpus_dir / "cuda_simple_add.json.gz")])
+    with pytest.raises(SystemExit) as exc:  # argparse checks it, before any work
+        main(["summary", "--memory-budget", "2X", str(corpus_dir / "cuda_simple_add.json.gz")])
+    rc = exc.value.code
     _, err = capsys.readouterr()
-    assert rc == 2 and err.strip() == "trntui: error: bad memory budget '2X': use a size like 4G, 1.5GB, 800M, or 'none'"
+    assert rc == 2 and err.strip() == ("trntui: error: argument --memory-budget: bad memory budget '2X': use a size "
+                                       "like 4G, 1.5GB, 800M, or 'none'")  # checked by argparse, before any work
 
 
 def test_env_budget_is_the_default(monkeypatch) -> None:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import importlib.util
 import os
+import re
 import sys
 
 from trntui import __version__
@@ -22,7 +23,26 @@ EXIT_USAGE = 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse's default prints usage too)
+        # "argument --window: bad --window '...': ..." names the argument twice: once is enough
+        m = re.match(r"argument (-[-\w]+)(?:/-[-\w]+)*: (?=(?:bad )?\1\b)", message)
+        if m:
+            message = message[m.end():]
         self.exit(EXIT_USAGE, f"trntui: error: {message}\n")
+
+    def _get_value(self, action: argparse.Action, arg_string: str):  # type: ignore[no-untyped-def]
+        """Every argument value of every command passes here: bounded length, and the plain `type=int` /
+        `type=float` of any command's flags become bounded ones (trntui/commands/options.py), so no flag can
+        take a 5,000-digit number or `nan` into a command."""
+        from trntui.commands import options
+
+        if isinstance(arg_string, str) and len(arg_string) > options.MAX_ARG_CHARS:
+            name = argparse._get_action_name(action) or "value"
+            self.error(f"argument {name}: {options.shown(arg_string)} is too long ({len(arg_string):,} characters)")
+        if action.type is int:
+            action.type = options.whole_number
+        elif action.type is float:
+            action.type = options.finite_number
+        return super()._get_value(action, arg_string)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +80,7 @@ def _main(argv: list[str] | None) -> int:
     from trntui.errors import TrntuiError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a bad argument: one line naming it (commands/options.py), exit 2, no work
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

@@ -142,6 +142,15 @@ def find_runs(path: str | Path, *, merge: bool = False) -> list[Run]:
                 run.inputs = MERGED.inputs(run)
                 return [run]
             return runs
+    from trntui.loaders.discover import unreadable_dirs
+
+    blocked = unreadable_dirs(path)
+    if blocked and blocked[0] == path:
+        raise LoadError(path, "cannot read this directory (permission denied)")
+    if blocked:
+        more = f" and {len(blocked) - 1} more" if len(blocked) > 1 else ""
+        raise LoadError(path, f"no trace files found; {len(blocked)} directories could not be read "
+                              f"(permission denied: {blocked[0]}{more})")
     raise LoadError(path, "no trace files found (expected trace.json, *.pt.trace.json[.gz] or a Neuron profile)")
 
 

@@ -48,15 +48,26 @@ _SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*\Z", re.IGNOREC
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+MAX_BUDGET = float(1 << 60)
+
+
+def _shown(text: str) -> str:
+    """A value for a message: cut when long (a 5,000-character argument is not repeated in full)."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
 def parse_size(text: str) -> int | None:
     """`4G`, `1.5GB`, `800M`, `512MiB`, bytes as a bare number → bytes; `none`/`off`/`0` → None (no budget)."""
     t = text.strip().lower()
     if t in ("none", "off", "unlimited", "0"):
         return None
     m = _SIZE_RX.match(t)
-    if not m:
-        raise TrntuiError(f"bad memory budget {text!r}: use a size like 4G, 1.5GB, 800M, or 'none'")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if not m or len(m.group(1)) > 24:
+        raise TrntuiError(f"bad memory budget {_shown(text)}: use a size like 4G, 1.5GB, 800M, or 'none'")
+    number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not number < MAX_BUDGET:  # (a 400-digit number is inf as a float)
+        raise TrntuiError(f"bad memory budget {_shown(text)}: more than any machine has (at most 1 EiB)")
+    value = int(number)
     if value <= 0:
         raise TrntuiError(f"bad memory budget {text!r}: must be more than 0")
     return value

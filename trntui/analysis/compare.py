@@ -466,6 +466,13 @@ def _eval(node: Any, run: dict, base: dict, rule: Rule) -> float:
     return a / b
 
 
+MAX_RULE_TOKENS = 200
+"""Terms, operators and parentheses a `--fail-if` rule may have (a gate is a short expression; 1,000 terms
+used to overflow the recursive evaluation after every run was loaded)."""
+MAX_RULE_DEPTH = 32
+"""Parentheses nested at most this deep (300 levels overflowed the recursive parser)."""
+
+
 def parse_rule(text: str) -> Rule:
     """Parse one `--fail-if` expression; raises `TrntuiError` with a pointer to the problem."""
     tokens: list[tuple[str, Any, int]] = []
@@ -480,7 +487,10 @@ def parse_rule(text: str) -> Rule:
                 break
             raise TrntuiError(f"--fail-if {text!r}: cannot read {src[pos:pos + 12]!r} (position {pos + 1})")
         if m.group("num") is not None:
-            tokens.append(("num", float(m.group("num")) * _UNITS[m.group("unit")], m.start("num")))
+            value = float(m.group("num")) * _UNITS[m.group("unit")]
+            if not math.isfinite(value) or len(m.group("num")) > 40:
+                raise TrntuiError(f"--fail-if {text[:40]!r}: the number at position {m.start('num') + 1} is too large")
+            tokens.append(("num", value, m.start("num")))
         elif m.group("ident") is not None:
             tokens.append(("ident", m.group("ident"), m.start("ident")))
         elif m.group("op") is not None:
@@ -488,6 +498,20 @@ def parse_rule(text: str) -> Rule:
         pos = m.end()
         while pos < len(src) and src[pos].isspace():
             pos += 1
+    shown_text = text if len(text) <= 40 else text[:37] + "..."
+    if len(tokens) > MAX_RULE_TOKENS:
+        raise TrntuiError(f"--fail-if {shown_text!r}: {len(tokens):,} terms; a rule has at most {MAX_RULE_TOKENS}")
+    depth = 0
+    for kind, value, at in tokens:
+        depth += (value == "(") - (value == ")") if kind == "op" else 0
+        if depth > MAX_RULE_DEPTH:
+            raise TrntuiError(f"--fail-if {shown_text!r}: parentheses nested more than {MAX_RULE_DEPTH} deep "
+                              f"(position {at + 1})")
+    runs = 0
+    for kind, value, _ in tokens:  # a run of unary signs nests as deep as parentheses do
+        runs = runs + 1 if kind == "op" and value in ("-", "+") else 0
+        if runs > MAX_RULE_DEPTH:
+            raise TrntuiError(f"--fail-if {shown_text!r}: more than {MAX_RULE_DEPTH} signs in a row")
     metrics: set[str] = set()
     state = {"i": 0, "bare_base": False, "base_named": False}
 
@@ -584,11 +608,17 @@ class RuleResult:
     right: float | None = None
     missing: str = ""
 
+    undefined: bool = False
+    """The rule's sides evaluated to NaN (e.g. 0/0): it decides nothing, and is never taken for a pass."""
+
     def message(self) -> str:
         from trntui.textsafe import safe_text
 
         if self.missing:
             return f"{safe_text(self.run)}: rule '{safe_text(self.rule.text)}' not checked ({self.missing} unavailable)"
+        if self.undefined:
+            return (f"{safe_text(self.run)}: rule '{safe_text(self.rule.text)}' is undefined "
+                    f"({_num(self.left)} {self.rule.op} {_num(self.right)}: not a number, e.g. 0/0)")
         verdict = "REGRESSION" if self.failed else "ok"
         return (
             f"{verdict}: run '{safe_text(self.run)}': {safe_text(self.rule.text)} "
@@ -619,5 +649,26 @@ def check_rules(rules: Sequence[Rule], metrics: Sequence[RunMetrics]) -> list[Ru
             except _Missing as exc:
                 out.append(RuleResult(rule, m.name, False, missing=exc.what))
                 continue
+            if math.isnan(a) or math.isnan(b):
+                out.append(RuleResult(rule, m.name, False, a, b, undefined=True))
+                continue
             out.append(RuleResult(rule, m.name, failed, a, b))
     return out
+
+
+def gate_verdict(rules: Sequence[Rule], results: Sequence[RuleResult]) -> tuple[int, str]:
+    """(exit code, one line) of a `--fail-if` gate: 1 when a rule found a regression; 2 when a rule was
+    undefined (NaN) or nothing at all could be checked (a gate that checked nothing is not a pass); else 0."""
+    failed = [r for r in results if r.failed]
+    undefined = [r for r in results if r.undefined]
+    checked = [r for r in results if not r.missing and not r.undefined]
+    head = f"{len(rules)} rule(s), {len(checked)} check(s)"
+    if failed:
+        return 1, f"{head}: {len(failed)} regression(s)"
+    if undefined:
+        return 2, f"{head}: {len(undefined)} check(s) undefined (not a number): not a pass"
+    if not checked:
+        missing = sorted({r.missing for r in results if r.missing})
+        why = f" ({', '.join(missing)} unavailable)" if missing else ""
+        return 2, f"{head}: the gate checked nothing{why}: not a pass"
+    return 0, f"{head}: no regression"

@@ -51,9 +51,10 @@ def parse_steps(spec: str) -> list[tuple[int, int]]:
     for part in spec.replace(" ", "").split(","):
         if not part:
             continue
-        m = re.fullmatch(r"(\d*)-(\d*)|(\d+)", part)
+        m = re.fullmatch(r"(\d{0,18})-(\d{0,18})|(\d{1,18})", part)
         if not m:
-            raise TrntuiError(f"bad --steps {spec!r}: use N, N-M, N- or -M, comma-separated")
+            shown = spec if len(spec) <= 40 else spec[:37] + "..."
+            raise TrntuiError(f"bad --steps {shown!r}: use N, N-M, N- or -M, comma-separated (numbers of at most 18 digits)")
         if m.group(3) is not None:
             a = b = int(m.group(3))
         else:
@@ -67,12 +68,36 @@ def parse_steps(spec: str) -> list[tuple[int, int]]:
     return out
 
 
+MAX_TIME_NS = 1 << 62
+"""Times past this (146 years) are not a time in a trace: `1e400ms` is refused, not turned into an overflow."""
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
 def parse_time(text: str) -> int:
     """`250ms`, `1.5s`, `300us`, `1200ns`, bare number = ms → ns."""
-    m = _TIME_RX.match(text)
+    m = _TIME_RX.match(text) if len(text) <= 64 else None
     if not m:
-        raise TrntuiError(f"bad time {text!r}: use a number with ns, us, ms or s (default ms)")
-    return int(round(float(m.group(1)) * _UNIT_NS[m.group(2) or "ms"]))
+        raise TrntuiError(f"bad time {_shown(text)}: use a number with ns, us, ms or s (default ms)")
+    ns = float(m.group(1)) * _UNIT_NS[m.group(2) or "ms"]
+    if not ns < MAX_TIME_NS:  # (inf for 1e400)
+        raise TrntuiError(f"bad time {_shown(text)}: too large")
+    return int(round(ns))
+
+
+def parse_window_spec(spec: str) -> tuple[int | None, int | None]:
+    """`T0:T1` → (t0, t1) in ns relative to the timeline's +0 (None for an open side), checked without a
+    profile (so a command refuses a bad window once, before it loads anything)."""
+    if ":" not in spec:
+        raise TrntuiError(f"bad --window {_shown(spec)}: use T0:T1, e.g. 100ms:250ms or :2s")
+    a, b = spec.split(":", 1)
+    t0 = parse_time(a) if a.strip() else None
+    t1 = parse_time(b) if b.strip() else None
+    if t0 is not None and t1 is not None and t1 <= t0:
+        raise TrntuiError(f"bad --window {_shown(spec)}: empty interval")
+    return t0, t1
 
 
 def parse_window(spec: str, profile: Profile) -> tuple[int, int]:
@@ -81,16 +106,14 @@ def parse_window(spec: str, profile: Profile) -> tuple[int, int]:
     +0 is the first event outside the marker lanes (the profiler's own `Trace` span can start well before
     the recorded work), as in the timeline.
     """
-    if ":" not in spec:
-        raise TrntuiError(f"bad --window {spec!r}: use T0:T1, e.g. 100ms:250ms or :2s")
-    a, b = spec.split(":", 1)
+    a, b = parse_window_spec(spec)
     from trntui.analysis.timeline import display_span
 
     origin, last = display_span(profile)
-    t0 = origin + parse_time(a) if a.strip() else origin
-    t1 = origin + parse_time(b) if b.strip() else last + 1
+    t0 = origin + a if a is not None else origin
+    t1 = origin + b if b is not None else last + 1
     if t1 <= t0:
-        raise TrntuiError(f"bad --window {spec!r}: empty interval")
+        raise TrntuiError(f"bad --window {_shown(spec)}: empty interval")
     return t0, t1
 
 

@@ -91,10 +91,54 @@ def _partial(out: Path) -> Path:
     return out.with_name(out.name + PARTIAL_SUFFIX)
 
 
+MIN_FREE_BYTES = 64 << 20
+"""Free space `--out` needs before a workload runs (a capture's trace is tens of MB; Neuron ones more)."""
+
+
+def check_writable(out: Path) -> None:
+    """`--out` can be written: its nearest existing ancestor is a directory where a file can be created, with
+    at least `MIN_FREE_BYTES` free; else one line, before any workload runs (not after it ran)."""
+    import shutil
+    import tempfile
+
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise TrntuiError(f"--out {out}: {parent} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".trntui-probe-", dir=parent)
+    except OSError as exc:
+        raise TrntuiError(f"--out {out}: cannot write in {parent} ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0" * 4096)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise TrntuiError(f"--out {out}: cannot write in {parent} ({exc.strerror or exc})") from None
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+    try:
+        free = shutil.disk_usage(parent).free
+    except OSError:
+        return
+    if free < MIN_FREE_BYTES:
+        from trntui.memory import fmt
+
+        raise TrntuiError(f"--out {out}: only {fmt(free)} free in {parent} (a capture needs at least "
+                          f"{fmt(MIN_FREE_BYTES)})")
+
+
 def check_out_dir(out: Path, force: bool) -> None:
-    """Refuse to overwrite anything that is not an earlier trntui capture; `--force` replaces one of those."""
+    """Refuse to overwrite anything that is not an earlier trntui capture; `--force` replaces one of those.
+    Also refuse, before anything runs, a place that cannot be written or has no room (`check_writable`)."""
     if out.exists() and not out.is_dir():
         raise TrntuiError(f"--out {out}: exists and is not a directory")
+    check_writable(out)
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise TrntuiError(f"--out {out}: directory exists and is not empty (pass --force to replace a capture)")

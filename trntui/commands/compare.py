@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from trntui.commands import options
 from trntui.commands.options import add_format_option, add_memory_budget_option, add_merge_option
 
 EXIT_OK = 0
@@ -48,13 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sort", choices=DIFF_SORTS, default=None,
                    help="op diff order: largest |delta| of self_device (default when there is device time), "
                    "self_cpu (default otherwise), calls; or name")
-    p.add_argument("--filter", default=None, metavar="PATTERN", help="only ops whose name matches (regex, case-insensitive)")
+    p.add_argument("--filter", default=None, metavar="PATTERN", type=options.pattern, help="only ops whose name matches (regex, case-insensitive)")
     p.add_argument("--limit", type=int, default=None,
                    help="op diff rows (default 40 for table/markdown, all for csv/json; -1 for all)")
     p.add_argument("--changed", action="store_true", help="leave out ops that are the same in every run")
-    p.add_argument("--baseline", default=None, metavar="RUN",
+    p.add_argument("--baseline", default=None, metavar="RUN", type=options.run_choice,
                    help="name or 1-based position of the baseline run (default: the first)")
-    p.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="RULE",
+    p.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="RULE", type=options.rule,
                    help="regression rule, repeatable; exit 1 when any run breaks one (implies --no-tui)")
     add_merge_option(p)
     add_memory_budget_option(p)
@@ -65,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trntui.analysis.compare import check_rules, diff_ops, parse_rule
+    from trntui.analysis.compare import check_rules, diff_ops, gate_verdict, parse_rule
     from trntui.report.compare import json_document, render_csv, render_text
     from trntui.runs import load_runs
 
@@ -102,15 +103,14 @@ def run(args: argparse.Namespace) -> int:
         out = render_text(runs, diff, only=args.only, markdown=fmt == "markdown", **kw)
     sys.stdout.write(out)
     sys.stdout.flush()
-    failed = [r for r in results if r.failed]
     for res in results:
-        if res.failed or res.missing:
+        if res.failed or res.missing or res.undefined:
             print(f"trntui: {res.message()}", file=sys.stderr)
-    if rules:
-        checked = sum(1 for r in results if not r.missing)
-        verdict = f"{len(failed)} regression(s)" if failed else "no regression"
-        print(f"trntui: compare: {len(rules)} rule(s), {checked} check(s): {verdict}", file=sys.stderr)
-    return EXIT_REGRESSION if failed else EXIT_OK
+    if not rules:
+        return EXIT_OK
+    code, verdict = gate_verdict(rules, results)
+    print(f"trntui: compare: {verdict}", file=sys.stderr)
+    return code
 
 
 def _is_tty() -> bool:

@@ -66,6 +66,12 @@ def describe(path_str: str, merge: bool = False) -> dict[str, Any]:
         doc["runs"] = [{"name": path.name, "files": [{"path": path.name, "size": path.stat().st_size}]}]
         return doc
 
+    from trntui.loaders.discover import unreadable_dirs
+
+    blocked = unreadable_dirs(path)
+    if blocked and blocked[0] == path:
+        raise LoadError(path, "cannot read this directory (permission denied)")
+
     def rel(p: Path) -> str:
         try:
             r = str(p.relative_to(path))
@@ -74,6 +80,8 @@ def describe(path_str: str, merge: bool = False) -> dict[str, Any]:
             return str(p)
 
     doc["groups"] = _groups(path, merge, rel)
+    if blocked:
+        doc["unreadable"] = [rel(p) for p in blocked]
 
     from trntui.loaders.neuron_device import describe_device, device_profiles_of
 

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from trntui.commands import options
 from trntui.commands.options import add_format_option, add_memory_budget_option, add_no_cache_option
 
 
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", help="trace file or profile directory")
     add_format_option(p)
-    p.add_argument("--steps", metavar="N-M", help="only these ProfilerStep#N steps, e.g. 3-5 or 3,7-9 (breakdown, "
+    p.add_argument("--steps", metavar="N-M", type=options.steps_spec, help="only these ProfilerStep#N steps, e.g. 3-5 or 3,7-9 (breakdown, "
                    "averages, metrics and kernels over them)")
     add_no_cache_option(p)
     add_memory_budget_option(p)

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trntui.commands import options
+
 DEFAULT_SORT = "self_device_time_total"
 
 
@@ -58,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-tui", action="store_true", help="print the summary tables instead of opening the app")
     p.add_argument("--record-shapes", action="store_true", help="record input shapes (torch record_shapes)")
     p.add_argument("--with-stack", action="store_true", help="record Python stacks (torch with_stack)")
-    p.add_argument("--sort", default=DEFAULT_SORT, help="sort key for the printed tables (as trntui summary)")
+    p.add_argument("--sort", default=DEFAULT_SORT, type=options.sort_key,
+                   help="sort key for the printed tables (as trntui summary)")
     p.add_argument("--limit", type=int, default=100, help="rows per printed table (default 100; -1 for all)")
     g = p.add_argument_group("Neuron (torch_neuronx.profiling.NeuronConfig)")
     g.add_argument("--neuron-modes", default="device,runtime",
@@ -93,6 +96,16 @@ def _command_line(args: argparse.Namespace, out: Path, variants: list[str]) -> s
     return shlex.join(argv)
 
 
+def _check_sort(key: str) -> str:
+    from trntui.analysis.key_averages import normalize_sort_key
+    from trntui.errors import TrntuiError
+
+    try:
+        return normalize_sort_key(key)
+    except ValueError as exc:
+        raise TrntuiError(f"--sort: {exc}") from None
+
+
 def _pick_variants(requested: str, available: list[str], workload: str) -> list[str]:
     wanted = [v.strip() for v in requested.split(",") if v.strip()]
     if not wanted or "all" in wanted:
@@ -120,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.workload:
         raise_error("profile: give a WORKLOAD (a built-in such as rmsnorm, path/to/file.py:function or module:function)")
+    _check_sort(args.sort)  # every argument is checked before any workload runs
+    if args.out is not None:
+        from trntui.capture.runner import check_out_dir
+
+        check_out_dir(args.out, args.force)
     require_torch()
     source = resolve_source(args.workload)
     if source.builtin is not None:  # check built-in variants before paying for device setup

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from trntui.commands import options
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -23,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "csv", "json", "markdown", "parquet"), default="table",
                    help="output format (parquet: tables under --out DIR, for DuckDB or pandas)")
     p.add_argument("--out", metavar="DIR", help="directory for --format parquet")
-    p.add_argument("--steps", metavar="N-M", help="only these ProfilerStep#N numbers, e.g. 3-5 or 3,7-9")
+    p.add_argument("--steps", metavar="N-M", type=options.steps_spec, help="only these ProfilerStep#N numbers, e.g. 3-5 or 3,7-9")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
                    help="local: a process pool of --jobs workers (default); dask: Dask distributed (--scheduler, "
                    "else a LocalCluster of --jobs workers)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trntui.commands import options
 from trntui.commands.options import (
     add_format_option,
     add_memory_budget_option,
@@ -25,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sort",
         default="self_device_time_total",
+        type=options.sort_key,
         help="sort key as torch names it: self_cpu_time_total, cpu_time_total, self_device_time_total "
         "(aliases self_cuda_time_total, self_privateuse1_time_total), device_time_total, cpu_time, count, "
         "cpu_memory_usage, self_cpu_memory_usage, device_memory_usage, self_device_memory_usage (memory: "

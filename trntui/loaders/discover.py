@@ -96,3 +96,41 @@ def capture_order(run: Run) -> tuple[float, str]:
     """Sort key for runs: by `manifest_position` (runs without one last), then by name."""
     position = manifest_position(run)
     return (position if position is not None else float("inf"), run.name)
+
+
+def walk(root: Path, max_depth: int, *, skip_hidden: bool = False) -> tuple[list[Path], list[Path]]:
+    """(regular files at most `max_depth` levels below `root` (`root/x` is level 1), directories that could not
+    be read). Links to directories are not followed. Pruned as it goes, so a tree 1,500 levels deep (or a
+    loop of links) costs what `max_depth` levels cost, and an unreadable directory is reported, not taken for
+    an empty one."""
+    import os
+    import stat
+
+    files: list[Path] = []
+    unreadable: list[Path] = []
+    base = len(root.parts)
+
+    def failed(err: OSError) -> None:
+        unreadable.append(Path(err.filename) if err.filename else root)
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
+        d = Path(dirpath)
+        if len(d.parts) - base >= max_depth - 1:
+            dirnames[:] = []
+        elif skip_hidden:
+            dirnames[:] = [x for x in dirnames if not x.startswith(".")]
+        for fn in filenames:
+            p = d / fn
+            try:
+                if stat.S_ISREG(p.stat().st_mode):
+                    files.append(p)
+            except OSError:
+                continue
+    return sorted(files), unreadable
+
+
+def unreadable_dirs(root: Path, max_depth: int = 8) -> list[Path]:
+    """Directories under `root` (itself included) that cannot be listed (permission denied, I/O errors)."""
+    if not root.is_dir():
+        return []
+    return walk(root, max_depth + 1)[1]

@@ -47,11 +47,9 @@ def find_kineto_runs(path: Path) -> list[Run]:
 
 
 def _walk_traces(path: Path, max_depth: int = 6) -> list[Path]:
-    out: list[Path] = []
-    base_depth = len(path.parts)
-    for p in sorted(path.rglob("*")):
-        if len(p.parts) - base_depth > max_depth:
-            continue
-        if p.is_file() and is_chrome_trace(p):
-            out.append(p)
-    return out
+    """Chrome traces at most `max_depth` directories below `path` (a pruned walk: a tree 1,500 levels deep
+    is not walked to its bottom, and links to directories are not followed)."""
+    from trntui.loaders.discover import walk
+
+    files, _unreadable = walk(path, max_depth)
+    return [p for p in files if is_chrome_trace(p)]
