@@ -7,7 +7,6 @@ import numpy as np
 
 from trntui.analysis.key_averages import key_averages
 from trntui.analysis.select import select_events, steps
-from trntui.cli import main
 from trntui.tui.app import TrntuiApp
 from trntui.tui.capture import screen_text
 
@@ -62,6 +61,7 @@ async def test_unknown_step_is_an_error_notice(corpus_dir):
 
 
 def test_open_rejects_a_malformed_steps_spec(capsys, corpus_dir):
-    rc = main(["open", str(corpus_dir / TRACE), "--steps", "x-y"])
-    _, err = capsys.readouterr()
+    from tests.conftest import run_cli
+
+    rc, _, err = run_cli(capsys, "open", str(corpus_dir / TRACE), "--steps", "x-y")  # argparse refuses it
     assert rc == 2 and err.startswith("trntui: error: bad --steps 'x-y'") and err.count("\n") == 1
