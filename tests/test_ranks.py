@@ -189,7 +189,7 @@ def test_no_job_is_one_line_that_says_what_to_do(corpus_dir: Path, capsys) -> No
 
 @pytest.mark.parametrize("argv, says", [
     (("--threshold", "-1"), "--threshold must be a positive number (got -1)"),
-    (("--threshold", "nan"), "--threshold must be a positive number (got nan)"),
+    (("--threshold", "nan"), "argument --threshold: 'nan' is not a finite number"),  # every type=float (cli.py)
     (("--top", "-1"), "--top must be 0 or more (got -1)"),
     (("--jobs", "0"), "--jobs must be at least 1 (got 0)"),
     (("--steps", "x"), "bad --steps 'x'"),
