@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 import pytest
 
@@ -28,5 +29,17 @@ async def opened(path: Path, size: tuple[int, int] = (80, 24), run: str | None =
     app = TrntuiApp(path, run)
     async with app.run_test(size=size) as pilot:
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        # the worker is done; wait until the app has handled what it posted (loaded, failed or a run picker)
+        await settle(pilot, lambda: not any(pane.loading for pane in app.panes()))
         yield app, pilot
+
+
+async def settle(pilot, condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Let the app process its messages and repaint until `condition()` holds (a loaded machine can need more
+    than one round), at most `timeout` seconds; returns whether it holds."""
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while not condition() and time.monotonic() < deadline:
+        await pilot.pause(0.02)
+    await pilot.pause()
+    return condition()

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from trntui.analysis.timeline import format_ns
+from trntui.tui.capture import screen_text
 
-from .conftest import opened
+from .conftest import opened, settle
 
 SIZES = [(80, 24), (200, 55)]
 
@@ -66,6 +67,12 @@ async def test_call_tree_walks_the_step(stack_trace, size):
         assert node.name == "aten::addmm" and node.events == [first]
         dur = int(profile.end[first] - profile.start[first])
         assert re.search(rf"aten::addmm +1 +{re.escape(format_ns(dur))} ", cursor_text(screen))
+        # drawn on the terminal (not only rendered on request): the header and the cursor line
+        cursor_row = re.compile(rf"aten::addmm +1 +{re.escape(format_ns(dur))} ")
+        await settle(pilot, lambda: any(cursor_row.search(line) for line in screen_text(app).splitlines()))
+        shown = screen_text(app).splitlines()
+        assert any(re.match(r"name +calls +incl +excl +%", line) for line in shown), shown
+        assert any(cursor_row.search(line) for line in shown), shown
         # the module path and the Python stack of the cursor node
         details = screen.icicle.detail_lines()
         assert details[0] == "module: Sequential_0 › Linear_0"

@@ -26,8 +26,9 @@ async def test_click_selects_and_wheel_zooms(corpus_dir, size):
         timeline = app.timeline
         lane_row = next(k for k in range(timeline.first_row, timeline.first_row + timeline.visible_rows)
                         if timeline.display_rows[k].row is not None)
-        y = 1 + 2 + lane_row - timeline.first_row  # border, ruler, status
-        x = timeline.label_width + 1 + timeline.cells // 3
+        gutter = timeline.styles.gutter  # the border: a top rule, and a left one on wide terminals
+        y = gutter.top + 2 + lane_row - timeline.first_row  # ruler, status
+        x = gutter.left + timeline.label_width + 1 + timeline.cells // 3
         await pilot.click(timeline, offset=(x, y))
         assert app.focused is timeline and timeline.cursor_row == lane_row
         assert timeline.cursor_col == timeline.cells // 3

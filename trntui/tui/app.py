@@ -24,6 +24,7 @@ from trntui.tui.palette import ActionsProvider, NamesProvider
 from trntui.tui.messages import DepthsReady, LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
 from trntui.tui.panes import PANES, LoadedRun, Pane
 from trntui.tui.screens import SCREENS, screen_spec
+from trntui.tui.widgets.calltree import CallTreeView
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
 from trntui.tui.widgets.timeline import Timeline
@@ -135,6 +136,17 @@ class TrntuiApp(App[None]):
     @property
     def chain(self) -> ChainView:
         return self.query_one("#chain", ChainView)
+
+    @property
+    def calltree(self) -> CallTreeView:
+        """The call-tree pane (shown on wide terminals only)."""
+        return self.query_one("#calltree", CallTreeView)
+
+    def chain_event(self, event: int) -> None:
+        """Chain `event` and let the call-tree pane follow it (it builds its tree only while shown)."""
+        self.chain.show_event(event)
+        for tree in self.query("#calltree").results(CallTreeView):
+            tree.follow(event)
 
     def on_mount(self) -> None:
         for pane in self.panes():
@@ -364,7 +376,7 @@ class TrntuiApp(App[None]):
             if message.then == "longest":
                 self.timeline.action_longest()
                 if self.timeline.cursor_event >= 0:
-                    self.chain.show_event(self.timeline.cursor_event)
+                    self.chain_event(self.timeline.cursor_event)
                     self._titles()
             elif message.then == "instances":
                 self.timeline.show_instance_list()
@@ -387,15 +399,20 @@ class TrntuiApp(App[None]):
         self.timeline.select(np.concatenate([events, launched]), events, safe_text(self.table.name[row]))
         first = int(events[np.argmin(self.profile.start[events])])
         self.timeline.zoom_to_event(first)  # the first instance (and what it launched) fills the pane
-        self.chain.show_event(first)
+        self.chain_event(first)
         self._titles()
 
     @on(Timeline.EventChosen)
     def _event_chosen(self, message: Timeline.EventChosen) -> None:
         if message.control is not self.timeline:
             return  # a timeline on another screen (compare view) handles its own chain
-        self.chain.show_event(message.event)
+        self.chain_event(message.event)
         self._titles()
+
+    @on(CallTreeView.NodeChosen)
+    def _node_chosen(self, message: CallTreeView.NodeChosen) -> None:
+        if message.control is self.calltree:
+            self.timeline.show_events(message.events)
 
     @on(ChainView.HopChosen)
     def _hop_chosen(self, message: ChainView.HopChosen) -> None:
@@ -482,7 +499,7 @@ class TrntuiApp(App[None]):
         ev = np.array([event], np.int64)
         self.timeline.select(ev, ev)
         self.timeline.go_to_event(event)
-        self.chain.show_event(event)
+        self.chain_event(event)
         self._titles()
 
     def palette_names(self) -> list[tuple[str, str, Callable[[], object]]]:

@@ -22,6 +22,7 @@ from textual import on
 from textual.containers import Vertical
 from textual.widget import Widget
 
+from trntui.tui.widgets.calltree import CallTreeView
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
 from trntui.tui.widgets.regex_filter import RegexFilterInput
@@ -114,5 +115,6 @@ PANES: list[PaneSpec] = [
     PaneSpec("ops", "Ops table", OpTableView, OpsPane),
     PaneSpec("timeline", "Timeline", Timeline),
     PaneSpec("chain", "Chain", ChainView),
+    PaneSpec("calltree", "Call tree", CallTreeView),
 ]
 """Every pane of the explorer, in layout and Tab order."""

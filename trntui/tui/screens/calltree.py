@@ -45,7 +45,7 @@ class CallTreeScreen(Screen["list[int] | None"]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="calltree-title", markup=False)
-        yield CallTreeView(id="calltree")
+        yield CallTreeView(id="calltree-screen-tree")
         yield Icicle(id="icicle")
         yield Footer()
 

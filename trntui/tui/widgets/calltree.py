@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import work
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -30,7 +31,18 @@ if TYPE_CHECKING:
 KIND_MARKS = {"op": " ", "annotation": "#", "python": "ƒ", "module": "▣"}
 """A mark before each name: annotation (record_function), Python frame, nn.Module scope."""
 
+HINT = "Enter on an op (or t on the timeline) shows the call tree of its step here."
+
 VIEW_TITLES = {"all": "ops + Python frames", "modules": "ops + nn.Module scopes", "ops": "ops only"}
+
+
+def _tree(profile: "Profile", root_event: int, view: str) -> tuple[CallTree, str]:
+    """The call tree and the view it is drawn in (without Python frames "all" is "ops": named for what it is)."""
+    tree = call_tree(profile, root_event, view)
+    if view == "all" and not tree.has_python:
+        view = "ops"
+        tree = call_tree(profile, root_event, view)
+    return tree, view
 
 
 class CallTreeView(ScrollView, can_focus=True):
@@ -100,21 +112,43 @@ class CallTreeView(ScrollView, can_focus=True):
         """Node of each visible line."""
         self.cursor = 0
         """Line of the cursor."""
+        self.pending = -1
+        """The event to follow once the pane is displayed (`follow`)."""
+        self.hint = HINT
+        """What the pane says while it has no tree."""
 
     # -- model -----------------------------------------------------------------------------------
     def show_run(self, run) -> None:  # run: tui.panes.LoadedRun
         """The `Pane` interface: a run was loaded; the tree follows the event the other panes select."""
         self.profile = run.profile
         self.calltree = None
+        self.view = "all"
         self.root_event = -1
         self.line_nodes = []
         self.cursor = 0
+        self.pending = -1
+        self.hint = HINT
         self.refresh()
         self.post_message(PaneTitleChanged(self))
 
     def follow(self, event: int) -> None:
-        """Show the call tree of the step enclosing `event` (of the op that launched it, for a device row)."""
+        """Show the call tree of the step enclosing `event` (of the op that launched it, for a device row).
+
+        As a pane it follows the event the other panes select; the tree is built only while the pane is
+        displayed (wide terminals; on narrow ones it waits until it is shown) and in a worker thread, so a big
+        step never holds up the keys."""
         if self.profile is None or event < 0:
+            return
+        self.pending = event
+        if self.display and self.is_mounted:
+            self._follow_pending()
+
+    def on_show(self) -> None:
+        self._follow_pending()
+
+    def _follow_pending(self) -> None:
+        event, self.pending = self.pending, -1
+        if event < 0 or self.profile is None:
             return
         from trntui.analysis.calltree import enclosing_step
         from trntui.analysis.links import build_links
@@ -124,23 +158,36 @@ class CallTreeView(ScrollView, can_focus=True):
         if profile.lane_of(event).tier != Tier.DISPATCH:
             event = int(build_links(profile).op_of[event])
             if event < 0:
+                self.calltree, self.root_event, self.line_nodes = None, -1, []
+                self.hint = "The selected event has no launching op on a host thread: no call tree."
+                self.refresh()
+                self.post_message(PaneTitleChanged(self))
                 return
         root = enclosing_step(profile, event)
         if root == self.root_event and self.calltree is not None and event in self.calltree.node_of:
             self.go_to_node(self.calltree.node_of[event])
             return
-        self.show(profile, root, event)
+        self._build_in_background(profile, root, event, self.view)
+
+    @work(thread=True, exclusive=True, group="calltree", exit_on_error=False)
+    def _build_in_background(self, profile: "Profile", root_event: int, focus_event: int, view: str) -> None:
+        tree, view = _tree(profile, root_event, view)
+        self.app.call_from_thread(self._apply_if_current, profile, root_event, focus_event, view, tree)
+
+    def _apply_if_current(self, profile: "Profile", root_event: int, focus_event: int, view: str, tree: CallTree) -> None:
+        if profile is self.profile:  # not a tree of the run shown before another was loaded
+            self._apply(profile, root_event, focus_event, view, tree)
 
     def show(self, profile: "Profile", root_event: int, focus_event: int = -1, view: str | None = None) -> None:
         """The tree under `root_event`, opened down to the node of `focus_event` (cursor on it)."""
+        tree, view = _tree(profile, root_event, view if view is not None else self.view)
+        self._apply(profile, root_event, focus_event, view, tree)
+
+    def _apply(self, profile: "Profile", root_event: int, focus_event: int, view: str, tree: CallTree) -> None:
         self.profile = profile
         self.root_event = root_event
-        if view is not None:
-            self.view = view
-        self.calltree = call_tree(profile, root_event, self.view)
-        if self.view == "all" and not self.calltree.has_python:
-            self.view = "ops"  # without Python frames the views are the same: name it for what it is
-            self.calltree = call_tree(profile, root_event, self.view)
+        self.view = view
+        self.calltree = tree
         self.opened = {0}
         target = self.calltree.node_of.get(focus_event, 0)
         self.opened.update(self.calltree.path(target)[:-1])
@@ -155,6 +202,7 @@ class CallTreeView(ScrollView, can_focus=True):
         self._relayout()
         self.cursor = self.line_nodes.index(target) if target in self.line_nodes else 0
         self._scroll_cursor()
+        self.call_after_refresh(self._scroll_cursor)  # again once the new virtual size is laid out
         self.post_message(self.CursorMoved(self))
         self.post_message(PaneTitleChanged(self))
 
@@ -307,7 +355,7 @@ class CallTreeView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width or self.size.width
         base = self.rich_style
         if self.calltree is None:
-            text = "Press t on the timeline (or the ops table) for the call tree of the step under the cursor." if y == 0 else ""
+            text = self.hint if y == 0 else ""
             return Strip([Segment(text, self._style("muted"))]).crop_extend(0, width, base)
         if y == 0:
             numbers = f" {'calls':>7} {'incl':>9} {'excl':>9} {'%':>7}"
@@ -325,6 +373,9 @@ class CallTreeView(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self.line_nodes) + 1)
+        # a tree shown before the first layout (the call-tree screen) could not scroll yet: its cursor line may
+        # be below the view; bring it in once the size is known
+        self.call_after_refresh(self._scroll_cursor)
 
     def on_focus(self) -> None:
         self.refresh()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -417,7 +417,17 @@ class OpTableView(ScrollView, can_focus=True):
         cols = table_columns(self.table)
         if self.show_spread:
             cols[2:2] = SPREAD_COLUMNS
-        return cols
+        return [self._fitted(c) for c in cols]
+
+    def _fitted(self, column: Column) -> Column:
+        """`column` made wide enough for its widest value (a number is never cut: e.g. a negative Self CPU
+        `-5576.313us`); the widest text is that of the largest or the smallest value."""
+        if not column.numeric or len(self.table) == 0:
+            return column
+        values = np.asarray(self._values(column.key))
+        rows = (int(np.argmax(values)), int(np.argmin(values)))
+        widest = max(len(_format(self.table, column.key, k, self.spread)) for k in rows)
+        return column if widest <= column.width else replace(column, width=widest)
 
     def _values(self, key: str) -> np.ndarray:
         if self.spread is not None and key in self.spread:
@@ -462,7 +472,7 @@ class OpTableView(ScrollView, can_focus=True):
         """(column index, cells) of the columns drawn at `width`: when the names would get fewer than
         `NAME_MIN` cells, the least important columns give way (never the sorted one); the name column takes
         what is left, so it widens with the terminal."""
-        key = (width, len(self.columns), self.sort_index, self.show_spread)
+        key = (width, tuple(c.width for c in self.columns), self.sort_index, self.show_spread)
         if self._columns_cache[0] == key:
             return self._columns_cache[1]
         shown = list(range(len(self.columns)))

@@ -937,12 +937,18 @@ class Timeline(Widget, can_focus=True):
 
         def chosen(events: list[int] | None) -> None:
             if events:
-                ev = np.asarray(events, np.int64)
-                self.select(ev, ev, safe_text(profile.name_of(int(ev[0]))))
-                self.zoom_to_event(int(ev[np.argmin(profile.start[ev])]))
-                self.focus()
+                self.show_events(events)
 
         self.app.push_screen(CallTreeScreen(profile, enclosing_step(profile, event), event), chosen)
+
+    def show_events(self, events: list[int]) -> None:
+        """Highlight `events` (a call-tree node's calls) and zoom to the first one, focused."""
+        if self.profile is None or not events:
+            return
+        ev = np.asarray(events, np.int64)
+        self.select(ev, ev, safe_text(self.profile.name_of(int(ev[0]))))
+        self.zoom_to_event(int(ev[np.argmin(self.profile.start[ev])]))
+        self.focus()
 
     def action_toggle_clock(self) -> None:
         self.absolute_time = not self.absolute_time
