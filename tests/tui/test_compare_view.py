@@ -278,3 +278,23 @@ async def test_escape_clears_an_applied_filter_from_the_table(corpus_runs) -> No
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: screen.pattern == "" and len(screen.view) == 18)
         assert not box.has_class("-active") and screen.focused is screen.table and app.screen is screen
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 55)])
+async def test_name_and_sorted_column_stay_in_view(corpus_runs, size) -> None:
+    """At 80×24 as at 200×55 the diff's visible lines show Name and the column it is sorted by (its per-run
+    values and Δ come right after Name), for every sort."""
+    app = CompareApp(corpus_runs)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.compare
+        for sort, title in (("self_device", "Δ Self CUDA"), ("self_cpu", "Δ Self CPU"), ("calls", "Δ Calls")):
+            if screen.sort != sort:
+                await pilot.press("s")
+            assert screen.sort == sort
+            assert await wait_for(pilot, lambda: title in diff_text(screen, 0)[0]), diff_text(screen, 0)[0]
+            header, first = diff_text(screen, 1)
+            assert header.split()[0] == "Name" and len(header) <= size[0]
+            assert first.strip().startswith(screen.view[0].name[:10])
+            end = header.index(title) + len(title)
+            assert end <= size[0] and first[header.index(title):end].strip()  # the Δ cell is drawn, in view

@@ -146,13 +146,22 @@ class CompareScreen(Screen[None]):
         t = self.table
         t.clear(columns=True)
         cols = diff_columns(self.diff)
-        table_rows = []
-        for r in rows:
+        # the sorted metric (its per-run values and Δ) comes right after Name, so it is in view at 80 columns
+        if self.sort != "name":
+            first = [c for c in cols if c[1] in (self.sort, f"d_{self.sort}")]
+            cols = [cols[0], *first, *[c for c in cols[1:] if c not in first]]
+        table_rows = [[diff_cell(r, field, k) for _, field, k in cols] for r in rows]
+        widths = [max([Text(title).cell_len, *(len(row[j]) for row in table_rows)]) for j, (title, _, _) in enumerate(cols)]
+        # the name column gives way (down to 16 cells) so the sorted group fits beside it on a narrow terminal
+        group = sum(w + 2 for w, (_, field, _) in zip(widths, cols) if field.endswith(self.sort) and field != "name")
+        room = (t.size.width or self.app.size.width) - group - 2 - 1
+        name_width = max(16, min(NAME_WIDTH, room))
+        styled_rows = []
+        for r, texts in zip(rows, table_rows):
             cells = []
-            for _, field, k in cols:
-                text = diff_cell(r, field, k)
+            for (_, field, k), text in zip(cols, texts):
                 if field == "name":
-                    text = truncate(text, NAME_WIDTH)
+                    text = truncate(text, name_width)
                 style = ""
                 if field.startswith("d_"):
                     delta = r.delta(field[2:], k)
@@ -160,7 +169,8 @@ class CompareScreen(Screen[None]):
                 elif field == "status":
                     style = {"new": "yellow", "removed": "magenta", "changed": "", "same": "dim"}[text]
                 cells.append(Text(text, style=style, justify="left" if field == "name" else "right"))
-            table_rows.append(cells)
+            styled_rows.append(cells)
+        table_rows = styled_rows
         # explicit widths (the widest cell): DataTable sizes auto-width columns only when idle, and a table
         # re-sorted under load was drawn, and read by tests, with its columns as narrow as their headers
         for j, (title, field, k) in enumerate(cols):
