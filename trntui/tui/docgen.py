@@ -1,22 +1,37 @@
-"""Generate docs/tui.md from the running app: text captures of the panes and the key list from BINDINGS.
+"""Refresh the generated parts of docs/tui.md and README.md from the running app: the key list from BINDINGS and
+the text captures of the screens. Everything else in those files is hand-written prose and is kept as it is.
 
-    python -m trntui.tui.docgen [PROFILE] [--run NAME] [--out docs/tui.md]
+    python -m trntui.tui.docgen [FILE ...] [--check]
 
-The captures come from `App.run_test` (headless) on a sample profile; the key list comes from
-`trntui.tui.keys.key_reference()`, so neither can drift from the code (tests/tui/test_docs.py checks the keys).
+Generated parts sit between markers:
+
+- `<!-- keys:begin ... -->` … `<!-- keys:end -->`: the key tables (`trntui.tui.keys.key_reference()`);
+- `<!-- capture: PATH [--run NAME] --size WxH [--keys K1,K2,...] -->` … `<!-- capture:end -->`: a fenced text
+  capture of `trntui open PATH` run headless (`App.run_test`) at that size after pressing those keys (Textual key
+  names; PATH relative to the repository).
+
+tests/tui/test_docs.py checks the key lists and that a refresh keeps the prose.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
+import shlex
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from trntui.tui.keys import key_reference
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS_BEGIN = "<!-- keys:begin (generated from BINDINGS by python -m trntui.tui.docgen) -->"
 KEYS_END = "<!-- keys:end -->"
+CAPTURE = re.compile(r"^<!-- capture: (?P<spec>.+?) -->\n(?P<body>.*?)^<!-- capture:end -->$", re.M | re.S)
+KEYS = re.compile(r"^<!-- keys:begin[^\n]*-->\n.*?^<!-- keys:end -->$", re.M | re.S)
+DEFAULT_FILES = [REPO / "docs" / "tui.md", REPO / "README.md"]
 
 
 def keys_markdown() -> str:
@@ -31,8 +46,34 @@ def keys_markdown() -> str:
     return "\n".join(out)
 
 
-async def capture(path: Path, run: str | None, size: tuple[int, int], keys: list[str]) -> str:
-    """The screen as text after loading `path` and pressing `keys`."""
+@dataclass(frozen=True)
+class CaptureSpec:
+    """What a capture marker asks for."""
+
+    path: str
+    run: str | None
+    size: tuple[int, int]
+    keys: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, spec: str) -> "CaptureSpec":
+        parser = argparse.ArgumentParser(prog="capture", add_help=False, exit_on_error=False)
+        parser.add_argument("path")
+        parser.add_argument("--run", default=None)
+        parser.add_argument("--size", default="80x24")
+        parser.add_argument("--keys", default="")
+        args = parser.parse_args(shlex.split(spec))
+        width, height = (int(x) for x in args.size.split("x"))
+        return cls(args.path, args.run, (width, height), tuple(k for k in args.keys.split(",") if k))
+
+
+def captures(text: str) -> list[CaptureSpec]:
+    """The capture markers of a document, in order."""
+    return [CaptureSpec.parse(m.group("spec")) for m in CAPTURE.finditer(text)]
+
+
+async def capture(path: Path, run: str | None, size: tuple[int, int], keys: tuple[str, ...] | list[str]) -> str:
+    """The screen as text after loading `path` and pressing `keys` (waiting for the app's workers after each)."""
     from trntui.tui.app import TrntuiApp
     from trntui.tui.capture import screen_text
 
@@ -42,92 +83,48 @@ async def capture(path: Path, run: str | None, size: tuple[int, int], keys: list
         await pilot.pause()
         for key in keys:
             await pilot.press(key)
+            await app.workers.wait_for_complete()
             await pilot.pause()
         await pilot.pause(0.2)
         return screen_text(app)
 
 
-def default_profile() -> tuple[Path, str | None]:
-    neuron = REPO / "sample_profiles" / "neuron"
-    if neuron.is_dir():
-        return neuron, "naive"
-    cpu = REPO / "sample_profiles" / "cpu"
-    if cpu.is_dir():
-        return cpu, "naive"
-    return REPO / "tests" / "data" / "kineto" / "cuda_simple_add.json.gz", None
+def run_capture(spec: CaptureSpec) -> str:
+    return asyncio.run(capture(REPO / spec.path, spec.run, spec.size, spec.keys))
 
 
-def document(path: Path, run: str | None) -> str:
-    wide = asyncio.run(capture(path, run, (120, 44), ["enter"]))
-    small = asyncio.run(capture(path, run, (80, 24), ["enter"]))
-    timeline = asyncio.run(capture(path, run, (100, 30), ["enter", "tab", "z", "n"]))
-    shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-    run_arg = f" --run {run}" if run else ""
+def update(text: str, take: Callable[[CaptureSpec], str] = run_capture) -> str:
+    """`text` with its key list and captures regenerated (`take(spec)` makes a capture); the rest untouched."""
     fence = "```"
-    return f"""# The terminal explorer: `trntui open`
 
-`trntui open PATH{' [--run NAME]'}` opens a trace (`trace.json`, `*.pt.trace.json.gz`) or a profile directory in a
-keyboard-driven terminal UI that works over SSH, in 80×24 or wider. The method is the reference walkthrough's:
-find the hotspot in the ops table, see it on the timeline, follow one op down to the hardware.
+    def one_capture(m: re.Match) -> str:
+        body = take(CaptureSpec.parse(m.group("spec")))
+        return f"<!-- capture: {m.group('spec')} -->\n{fence}text\n{body}\n{fence}\n<!-- capture:end -->"
 
-- **Ops** — torch's `key_averages()` table rebuilt from the trace (Name, # Calls, Self CPU, CPU total, Self
-  <DEV>, <DEV> total, % <DEV>; device columns labelled with the backend: CUDA, NEURON, ...). Sort by any column,
-  filter by regex, Enter selects an op everywhere.
-- **Timeline** — one row per lane (and nesting level), grouped by tier (framework dispatch, framework device,
-  runtime, hardware) with Neuron Explorer's `instance/PID/subsystem/identifier` labels. A cell's shade
-  (` ░▒▓█`) says how much of its time span is busy; the selected op's instances are highlighted. `▼` in the
-  ruler and `▸` in the labels mark the cursor; the line under the ruler names the event under it.
-- **Chain** — the selected event's dependency chain: framework op → runtime call(s) → hardware execution(s),
-  each with duration, start (from the start of the trace) and the latency from the hop above (`dispatch`: op
-  start → runtime call; `queue`: end of the runtime call → execution), the link rule that matched, parent and
-  child ops, and the op's args on demand (`a`). A link that cannot be followed is stated (`⚠ missing link`).
-  `j`/`k` pick a hop, Enter shows it on the timeline.
-
-A directory with several runs (the variants of `trntui profile`, or ranks) asks which one to open; `r` switches
-later, `c` compares them. Loading runs in a background thread: the UI paints at once and stays responsive.
-`?` lists every key, `ctrl+p` searches every action (including "Sort by <column>").
-
-## What it looks like
-
-`trntui open {shown}{run_arg}`, Enter on the top row (120×44). The naive RMSNorm of the walkthrough:
-`aten::mul` takes half the device time, and its chain runs from the framework op through
-`nrta_execute_schedule` to `nc_exec_running` on the hardware.
-
-{fence}text
-{wide}
-{fence}
-
-The same at 80×24:
-
-{fence}text
-{small}
-{fence}
-
-The timeline maximized (`Tab` to focus it, `z`), cursor on the next instance of the selected op (`n`):
-
-{fence}text
-{timeline}
-{fence}
-
-## Keys
-
-{keys_markdown()}
-
-Captures generated with `python -m trntui.tui.docgen`; render times are measured by `python bench/tui_frames.py`.
-"""
+    text = CAPTURE.sub(one_capture, text)
+    return KEYS.sub(lambda m: keys_markdown(), text)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Regenerate docs/tui.md from the running app.")
-    parser.add_argument("profile", nargs="?", type=Path)
-    parser.add_argument("--run", default=None)
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "tui.md")
+    parser = argparse.ArgumentParser(description="Refresh the key lists and screen captures of the docs.")
+    parser.add_argument("files", nargs="*", type=Path, help="default: docs/tui.md and README.md")
+    parser.add_argument("--check", action="store_true", help="only say whether a file is stale (exit 1 if so)")
     args = parser.parse_args()
-    path, run = (args.profile, args.run) if args.profile else default_profile()
-    text = document(path.resolve(), run)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {args.out}")
+    stale = []
+    for path in args.files or DEFAULT_FILES:
+        old = path.read_text(encoding="utf-8")
+        new = update(old)
+        if new == old:
+            print(f"{path}: up to date")
+            continue
+        stale.append(path)
+        if not args.check:
+            path.write_text(new, encoding="utf-8")
+            print(f"wrote {path}")
+        else:
+            print(f"{path}: stale")
+    if args.check and stale:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
