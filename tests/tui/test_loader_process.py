@@ -72,13 +72,17 @@ def test_loader_process_error_and_cancel(tmp_path, cache_options):
         loader.load_run(big, run, cache_options, cancel)
 
 
-async def test_app_opens_a_cached_run(corpus_dir, tmp_path, cache_options):
-    """The app opens a run through the loader process and, the second time, from the cache, the same table."""
+@pytest.mark.parametrize("size", [(80, 24), (200, 55)])
+async def test_app_opens_a_cached_run(corpus_dir, tmp_path, cache_options, size):
+    """The app opens a run through the loader process and, the second time, from the cache: the same table
+    and the same timeline on the terminal."""
     trace = tmp_path / "t.json.gz"
     shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", trace)
-    async with opened(trace) as (app, pilot):
+    async with opened(trace, size=size) as (app, pilot):
         first = [app.ops.row_text(k) for k in range(5)]
+        lanes = [app.timeline.render_line(y).text for y in range(app.timeline.size.height)]
         assert app.profile.cache.get("cache_entry") is not None
-    async with opened(trace) as (app, pilot):
+    async with opened(trace, size=size) as (app, pilot):
         assert [app.ops.row_text(k) for k in range(5)] == first
+        assert [app.timeline.render_line(y).text for y in range(app.timeline.size.height)] == lanes
         assert app.profile.cache.get(loader.RESTORED)
