@@ -81,7 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="cold,cached", help="cold (--no-cache) and/or cached")
     ap.add_argument("--cache-root", default="/tmp", help="cache dirs are <root>/bv-cache-<name>")
     ap.add_argument("--out", help="write every measurement as JSON here")
+    ap.add_argument("--table", metavar="JSON", help="print the table of a saved --out file and exit")
     args = ap.parse_args(argv)
+    if args.table:
+        data = json.loads(Path(args.table).read_text())
+        names = list(data["trees"])
+        seen = list(dict.fromkeys((r["file"], r["mode"]) for r in data["runs"]))
+        print(table(data, names, [(Path(f), m) for f, m in seen]))
+        return 0
     trees = [(n, Path(p).resolve()) for n, p in (t.split("=", 1) for t in args.tree)]
     caches = {n: Path(args.cache_root) / f"bv-cache-{n}" for n, _ in trees}
     cases = [(p, mode) for p in inputs(args.inputs) for mode in args.modes.split(",")]
@@ -117,19 +124,25 @@ def fmt(s: float) -> str:
 
 def table(data: dict, names: list[str], cases: list[tuple[Path, str]]) -> str:
     a, b = names
-    lines = [f"| trace | mode | wall {a} | wall {b} | Δ wall | CPU {a} | CPU {b} | Δ CPU | peak RSS {a} | "
+    lines = [f"| trace | mode | wall {a}, median (min–max) | wall {b} | Δ wall | CPU {a} | CPU {b} | Δ CPU | peak RSS {a} | "
              f"peak RSS {b} | load avg | same output |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p, mode in cases:
         rows = {n: [r for r in data["runs"] if r["tree"] == n and r["file"] == p.name and r["mode"] == mode]
                 for n in names}
         med = {n: {k: statistics.median(r[k] for r in rows[n]) for k in ("wall", "cpu", "rss_mb")} for n in names}
+        rng = {n: {k: (min(r[k] for r in rows[n]), max(r[k] for r in rows[n])) for k in ("wall", "cpu")} for n in names}
+
+        def cell(n: str, k: str) -> str:  # median (min–max over the rounds)
+            lo, hi = rng[n][k]
+            return f"{fmt(med[n][k])} ({fmt(lo)}–{fmt(hi)})"
+
         loads = [r["load"] for n in names for r in rows[n]]
         same = len({r["out"] for n in names for r in rows[n]}) == 1
         lines.append(
-            f"| `{p.name}` | {'`--no-cache`' if mode == 'cold' else 'cached'} | {fmt(med[a]['wall'])} | "
-            f"{fmt(med[b]['wall'])} | {100 * (med[b]['wall'] / med[a]['wall'] - 1):+.0f}% | {fmt(med[a]['cpu'])} | "
-            f"{fmt(med[b]['cpu'])} | {100 * (med[b]['cpu'] / med[a]['cpu'] - 1):+.0f}% | {med[a]['rss_mb']:,.0f} MB | "
+            f"| `{p.name}` | {'`--no-cache`' if mode == 'cold' else 'cached'} | {cell(a, 'wall')} | "
+            f"{cell(b, 'wall')} | {100 * (med[b]['wall'] / med[a]['wall'] - 1):+.0f}% | {cell(a, 'cpu')} | "
+            f"{cell(b, 'cpu')} | {100 * (med[b]['cpu'] / med[a]['cpu'] - 1):+.0f}% | {med[a]['rss_mb']:,.0f} MB | "
             f"{med[b]['rss_mb']:,.0f} MB | {min(loads):.1f}–{max(loads):.1f} | {'yes' if same else 'no'} |")
     return "\n".join(lines)
 
