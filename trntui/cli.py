@@ -85,6 +85,10 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
+        if args.command != "profile":  # every other command reads traces with numpy (the workload keeps its BLAS)
+            from trntui import settings
+
+            settings.numpy_with_one_blas_thread()
         budget = getattr(args, "memory_budget", None)
         if budget:
             from trntui.memory import parse_size

@@ -1,6 +1,6 @@
 """The documented user variables, in one place. Read at the edge only: when a command starts, or when a library
 call is made without explicit `LoadOptions` (`LoadOptions.from_env`); nothing below the edge reads the
-environment, and nothing writes it.
+environment, and nothing writes it (one exception, below).
 
 - `TRNTUI_MEMORY_BUDGET`: the default memory budget of a load (`4G`, `800M`, `none`); else 80% of the
   memory available when the load starts (trntui/memory.py).
@@ -12,11 +12,15 @@ environment, and nothing writes it.
 - `TRNTUI_CONVERT_TIMEOUT`: seconds a neuron-explorer conversion of a raw Neuron capture may take (default 300;
   `--convert-timeout` overrides it).
 - `TRNTUI_DEBUG=1`: unexpected errors show their traceback.
+
+The exception: a variable that is not trntui's is set for a moment, `OPENBLAS_NUM_THREADS=1` while the CLI
+imports numpy (`numpy_with_one_blas_thread`), then removed again.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 DEFAULT_CACHE_MIN_BYTES = 8 << 20
@@ -69,3 +73,18 @@ def convert_timeout() -> float:
     except ValueError:
         return DEFAULT_CONVERT_TIMEOUT_S
     return value if value > 0 else DEFAULT_CONVERT_TIMEOUT_S
+
+
+def numpy_with_one_blas_thread() -> None:
+    """Import numpy with one BLAS thread, unless the user chose a number or numpy is already loaded. trntui does no
+    linear algebra, and OpenBLAS starts a worker thread per extra core that spins ~0.1 s of a core at start-up
+    (numpy's import: 0.23 -> 0.11 s CPU on a 2-core box), the core the forked decoder needs. The variable is
+    removed right after the import (OpenBLAS reads it only when it loads), so processes trntui starts get the
+    user's environment; `trntui profile` does not call this (the profiled workload keeps its BLAS threads)."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)

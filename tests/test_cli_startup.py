@@ -1,0 +1,34 @@
+"""The CLI's numpy runs with one BLAS thread (OpenBLAS's start-up spin would take the core the forked decoder
+needs), without changing the environment that processes trntui starts see, and never over a user's choice."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = (
+    "import os; from trntui import settings; settings.numpy_with_one_blas_thread(); import numpy; "
+    "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))"
+)
+
+
+def _probe(env: dict[str, str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_numpy_has_no_blas_worker_threads_and_the_environment_is_untouched() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    threads, value = _probe(env)
+    assert threads == "1"  # the interpreter's own thread only
+    assert value == "None"  # a workload or worker started later gets the user's environment
+
+
+def test_a_users_blas_setting_is_kept() -> None:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    assert _probe(env)[1] == "2"
