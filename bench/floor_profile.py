@@ -135,7 +135,8 @@ def phases(trace: Path, runs: int) -> list[str]:
         for label in results[0]:
             wall = statistics.median(r[label][0] for r in results)
             cpu = statistics.median(r[label][1] for r in results)
-            lines.append(f"| {label} | {f'{wall * 1e3:,.0f} ms' if wall else ''} | {f'{cpu * 1e3:,.0f} ms' if cpu else ''} |")
+            shown = [f"{v * 1e3:,.0f} ms" if v else "" for v in (wall, cpu)]
+            lines.append(f"| {label} | {shown[0]} | {shown[1]} |")
     return lines
 
 

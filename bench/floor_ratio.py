@@ -9,6 +9,7 @@ the machine's speed hits both alike), after one untimed warm-up run of each (pag
 medians of wall time, the ratio of the medians and the median of the per-round ratios, CPU time (user+sys, every
 process of the run, so trntui's forked decoder counts), peak RSS (`/usr/bin/time`: the largest process) and the
 load average before and after. The target (issue 20): ratio <= 1.2 on both traces, peak RSS <= 2x the JSON size.
+Where the time above the floor goes: bench/floor_profile.py.
 
 Both run as a user's install would: with compiled bytecode (in bench/_data/pycache; the environment's
 PYTHONDONTWRITEBYTECODE would otherwise make every trntui run compile its modules first) and the bench's own cache
