@@ -4,7 +4,8 @@ fast as the CLI reads them.
     python bench/tui_open.py [--trace bench/_data/cuda_2m.json] [--gz bench/_data/mtia_456k.json.gz] [--repeat 3]
 
 1. Cold open: a fresh `trntui open` process (the app headless at 200x55) until the loaded profile is painted in
-   every pane, with no cache entry for the trace (the app's loader process decodes it and writes the entry), and
+   every pane, with no cache entry for the trace (the loader process, started before Textual is imported as
+   `trntui open` does, decodes it and writes the entry; the app maps it), and
    a fresh `trntui summary --no-cache` process, alternately, `--repeat` times each; ratio of the medians (and of
    the best runs). Target: open <= 1.15x summary.
 2. Re-open of a `.json.gz` trace from the cache: the app's load (its load worker from start to `ProfileLoaded`:
@@ -40,6 +41,9 @@ def child(path: str, size: str) -> None:
     """In a fresh process: run the app headless, print when the loaded profile was painted (seconds after this
     process started) and how long the worker's load took."""
     started = time.perf_counter() - _process_age()
+    from trntui.tui.loader import prestart
+
+    prestarted = prestart(Path(path), None, None)  # as `trntui open` does before it imports Textual
     from trntui.tui.app import TrntuiApp
     from trntui.tui.messages import ProfileLoaded
 
@@ -52,7 +56,7 @@ def child(path: str, size: str) -> None:
     width, height = (int(x) for x in size.split("x"))
 
     async def go() -> dict:
-        app = Timed(path)
+        app = Timed(path, prestarted=prestarted)
         async with app.run_test(size=(width, height)) as pilot:
             await app.workers.wait_for_complete()
             while not app.painted:

@@ -86,3 +86,26 @@ async def test_app_opens_a_cached_run(corpus_dir, tmp_path, cache_options, size)
         assert [app.ops.row_text(k) for k in range(5)] == first
         assert [app.timeline.render_line(y).text for y in range(app.timeline.size.height)] == lanes
         assert app.profile.cache.get(loader.RESTORED)
+
+
+async def test_open_starts_the_loader_before_the_app(corpus_dir, tmp_path, cache_options, monkeypatch):
+    """`trntui open` starts the loader process for the run before the app (its decode overlaps the app's
+    start-up); the app follows that process instead of starting another, and shows the same table as a load in
+    this process. With an entry in the cache nothing is started ahead."""
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", trace)
+    pre = loader.prestart(trace, None, cache_options)
+    assert pre is not None and pre.run_name == find_runs(trace)[0].name
+    monkeypatch.setattr(loader, "_start_loader", lambda *a, **k: pytest.fail("a second loader process"))
+    from trntui.tui.app import TrntuiApp
+
+    app = TrntuiApp(trace, prestarted=pre, load_options=cache_options)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.profile is not None and app.profile.cache.get("cache_entry") is not None
+        assert pre.proc is None  # taken by the load
+        direct = key_averages(session_load(find_runs(trace)[0], LoadOptions(cache=False)))
+        assert list(app.table.name) == list(direct.name)
+        assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])
+    assert loader.prestart(trace, None, cache_options) is None  # the entry is there now

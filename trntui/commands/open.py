@@ -66,9 +66,18 @@ def launch(
 
         parse_steps(steps)  # a malformed spec is a one-line error before the app starts
     require_terminal()
-    from trntui.tui.app import TrntuiApp
+    from trntui.tui.loader import prestart
 
-    TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge).run()
+    # a run that needs the loader process gets it now: it decodes while Textual is imported and the app starts
+    prestarted = prestart(path, run, options, merge)
+    try:
+        from trntui.tui.app import TrntuiApp
+
+        TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge,
+                  prestarted=prestarted).run()
+    finally:
+        if prestarted is not None:
+            prestarted.stop()
     return 0
 
 

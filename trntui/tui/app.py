@@ -89,9 +89,11 @@ class TrntuiApp(App[None]):
 
     def __init__(
         self, path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None,
-        load_options: Any = None, merge: bool = False,
+        load_options: Any = None, merge: bool = False, prestarted: Any = None,
     ) -> None:
         super().__init__()
+        self.prestarted = prestarted
+        """`trntui.tui.loader.Prestarted`: the loader process `trntui open` started for the first run, or None."""
         self.path = Path(path)
         self.merge = merge
         """`--merge`: every trace file under the path is one run."""
@@ -222,9 +224,11 @@ class TrntuiApp(App[None]):
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
             options = self.load_options
+            prestarted, self.prestarted = self.prestarted, None
+            started = prestarted.take(run.name) if prestarted is not None else None
             with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
                 # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
-                profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge)
+                profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge, started=started)
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))

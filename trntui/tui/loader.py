@@ -93,11 +93,13 @@ def load_run(
     progress: Callable[[str, int, int], None] | None = None,
     max_depth: int = 4,
     merge: bool = False,
+    started: subprocess.Popen | None = None,
 ) -> "Profile":
     """`trntui.session.load_run` for the app (`run` was found under `path`): from the cache when it holds the
     run, through the loader process when the cache takes the run, else in this process. `progress(stage, done,
     total)` may raise `trntui.progress.Cancelled` to stop (the loader process is killed). `options` None: the
-    defaults (`LoadOptions.from_env()`); `merge`: the run was found with `find_runs(path, merge=True)`."""
+    defaults (`LoadOptions.from_env()`); `merge`: the run was found with `find_runs(path, merge=True)`;
+    `started`: a loader process already started for this run (`prestart`), followed instead of a new one."""
     from trntui import cache as profile_cache
     from trntui import session
     from trntui.formats import inputs_of
@@ -109,10 +111,12 @@ def load_run(
     resolved = (options if options is not None else LoadOptions.from_env()).resolved()
     inputs = inputs_of(run) if resolved.cache and resolved.cache_dir is not None else None
     if not inputs or not profile_cache.cacheable(inputs, resolved.cache_min_bytes):
+        if started is not None:
+            _kill(started)
         return here()
-    hit = session.cached(run, resolved)
+    hit = session.cached(run, resolved) if started is None else None
     if hit is None:
-        if not _run_loader(path, run, resolved, progress, merge):
+        if not _run_loader(path, run, resolved, progress, merge, started):
             return here()  # the loader process could not find or read the run: load it here
         hit = session.cached(run, resolved)
     if hit is None:  # the loader could not write the entry (a read-only cache dir, a full disk): load here
@@ -125,25 +129,33 @@ NOT_FOUND = 3
 """Exit code of the loader process when it cannot find the run (the app then loads it in its own process)."""
 
 
-def _run_loader(
-    source: Path, run: "Run", options: "LoadOptions", progress: Callable[[str, int, int], None] | None,
-    merge: bool = False,
-) -> bool:
-    """Start the loader process for `run` (under `source`) and follow it to the end. True when it wrote the
-    cache; its one-line error about the input (exit 2) becomes a TrntuiError; any other failure is False."""
-    from trntui.errors import TrntuiError
-
+def _start_loader(source: Path, run: "Run", options: "LoadOptions", merge: bool = False) -> subprocess.Popen | None:
+    """Start the loader process for `run` (under `source`); None when it cannot be started."""
     root = str(Path(__file__).resolve().parents[2])  # this trntui, whether installed or run from a checkout
     boot = f"import sys; sys.path.insert(0, {root!r}); from trntui.tui.loader import main; sys.exit(main(sys.argv[1:]))"
     cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", _options_arg(options)]
     if merge:
         cmd.append("--merge")
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             start_new_session=True, text=True, encoding="utf-8", errors="replace",
         )
     except OSError:
+        return None
+
+
+def _run_loader(
+    source: Path, run: "Run", options: "LoadOptions", progress: Callable[[str, int, int], None] | None,
+    merge: bool = False, started: subprocess.Popen | None = None,
+) -> bool:
+    """Start the loader process for `run` (under `source`), or take the one already `started` for it, and follow
+    it to the end. True when it wrote the cache; its one-line error about the input (exit 2) becomes a
+    TrntuiError; any other failure is False."""
+    from trntui.errors import TrntuiError
+
+    proc = started if started is not None else _start_loader(source, run, options, merge)
+    if proc is None:
         return False
     try:
         assert proc.stdout is not None
@@ -161,6 +173,58 @@ def _run_loader(
         lines = [ln for ln in err.splitlines() if ln.strip()]
         raise TrntuiError(lines[-1] if lines else f"{source}: could not be read")
     return code == 0
+
+
+class Prestarted:
+    """A loader process `trntui open` started before the app imported Textual (`prestart`), for the app's
+    first load to follow instead of starting its own: the decode overlaps the app's start-up."""
+
+    def __init__(self, run_name: str, proc: subprocess.Popen) -> None:
+        self.run_name = run_name
+        self.proc = proc
+
+    def take(self, run_name: str) -> subprocess.Popen | None:
+        """The process, once, when it loads `run_name` (else None, and it is stopped)."""
+        proc, self.proc = self.proc, None
+        if proc is not None and run_name != self.run_name:
+            _kill(proc)
+            return None
+        return proc
+
+    def stop(self) -> None:
+        """Stop the process if nobody took it (the app quit first, or failed to start)."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            _kill(proc)
+
+
+def prestart(path: Path, run_name: str | None, options: "LoadOptions | None", merge: bool = False) -> Prestarted | None:
+    """Start the loader process for the run `trntui open PATH` will show, when that run is known without asking
+    (one run, or `--run` names it), the cache takes it and holds no entry for it yet (then the app would start
+    the same process itself, after its own start-up). None otherwise, and on any doubt."""
+    from trntui import cache as profile_cache
+    from trntui.formats import inputs_of
+    from trntui.loaders.protocol import LoadOptions
+    from trntui.session import find_runs
+
+    try:
+        resolved = (options if options is not None else LoadOptions.from_env()).resolved()
+        if not resolved.cache or resolved.cache_dir is None:
+            return None
+        runs = find_runs(path, merge=merge)
+        chosen = [r for r in runs if r.name == run_name] if run_name is not None else runs
+        if len(chosen) != 1:
+            return None
+        run = chosen[0]
+        inputs = inputs_of(run)
+        if not inputs or not profile_cache.cacheable(inputs, resolved.cache_min_bytes):
+            return None
+        if os.path.lexists(profile_cache.entry_dir(inputs, resolved.cache_dir)):
+            return None  # an entry (maybe stale): the app decides
+    except Exception:  # noqa: BLE001 - only a head start: the app finds and reports any problem itself
+        return None
+    proc = _start_loader(path, run, resolved, merge)
+    return Prestarted(run.name, proc) if proc is not None else None
 
 
 def _kill(proc: subprocess.Popen) -> None:
