@@ -35,6 +35,8 @@ class _Parser(argparse.ArgumentParser):
         take a 5,000-digit number or `nan` into a command."""
         from trntui.commands import options
 
+        if isinstance(action, argparse._SubParsersAction):  # the command's own parser checks its arguments
+            return super()._get_value(action, arg_string)
         if isinstance(arg_string, str) and len(arg_string) > options.MAX_ARG_CHARS:
             name = argparse._get_action_name(action) or "value"
             self.error(f"argument {name}: {options.shown(arg_string)} is too long ({len(arg_string):,} characters)")

@@ -149,7 +149,8 @@ def find_runs(path: str | Path, *, merge: bool = False) -> list[Run]:
         raise LoadError(path, "cannot read this directory (permission denied)")
     if blocked:
         more = f" and {len(blocked) - 1} more" if len(blocked) > 1 else ""
-        raise LoadError(path, f"no trace files found; {len(blocked)} directories could not be read "
+        dirs = "directory" if len(blocked) == 1 else "directories"
+        raise LoadError(path, f"no trace files found; {len(blocked)} {dirs} could not be read "
                               f"(permission denied: {blocked[0]}{more})")
     raise LoadError(path, "no trace files found (expected trace.json, *.pt.trace.json[.gz] or a Neuron profile)")
 

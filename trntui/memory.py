@@ -62,8 +62,10 @@ def parse_size(text: str) -> int | None:
     if t in ("none", "off", "unlimited", "0"):
         return None
     m = _SIZE_RX.match(t)
-    if not m or len(m.group(1)) > 24:
+    if not m:
         raise TrntuiError(f"bad memory budget {_shown(text)}: use a size like 4G, 1.5GB, 800M, or 'none'")
+    if len(m.group(1)) > 24:  # (a 400-digit number: never converted)
+        raise TrntuiError(f"bad memory budget {_shown(text)}: more than any machine has (at most 1 EiB)")
     number = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not number < MAX_BUDGET:  # (a 400-digit number is inf as a float)
         raise TrntuiError(f"bad memory budget {_shown(text)}: more than any machine has (at most 1 EiB)")
