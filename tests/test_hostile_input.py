@@ -134,12 +134,15 @@ def bombs(tmp_path_factory) -> dict[str, Path]:
         "nul": nul_bomb(d / "nul.json.gz"),  # 1.5 GiB of NUL bytes, 1.5 MB on disk
         "trace": trace_bomb(d / "lying_trailer.json.gz"),  # 600 MiB of events, trailer says 100 MiB, ~8 MB on disk
         "parquet": parquet_dictionary_bomb(d / "parquet_dictionary"),  # 2 GiB of one shared string, ~12 KB on disk
+        # the whitespace .gz ("200 MB: 35 s, 1.5 GB never ends"): 1.5 GiB of whitespace after a trace
+        "whitespace": whitespace_bomb(d / "whitespace.json.gz", size=1536 * MiB, gz=True, where="tail"),
     }
 
 
 @pytest.mark.parametrize("name,expect", [
     ("nul", r"not a chrome trace|decompression bomb"),
     ("trace", r"over the memory budget of 500 MiB"),
+    ("whitespace", r"inflates more than 200x its compressed size .*: not a trace \(a decompression bomb\?\)"),
     ("parquet", r"this Neuron export \(2,000 system-trace rows, .* of text once decoded\) needs about .* over the memory budget of 500 MiB"),
 ])
 def test_bombs_stay_under_the_memory_budget(bombs, name, expect) -> None:
