@@ -360,6 +360,14 @@ def test_unreadable_directories_are_reported(tmp_path) -> None:
         rc, out, err = _run_unprivileged("summary", str(only_locked / "locked"))
         line = _one_line(rc, out, err)
         assert "cannot read this directory (permission denied)" in line, line
+        # runs found beside an unreadable directory: shown, and one warning names what was not searched
+        (d / "run_b").mkdir()
+        (d / "run_b" / "trace.json").write_bytes(valid_trace(n_steps=2))
+        for argv in (["summary", str(d)], ["compare", "--no-tui", str(d)]):
+            rc, out, err = _run_unprivileged(*argv)
+            assert rc == 0 and "Traceback" not in err and "run_a" in out and "run_b" in out, err
+            assert err == (f"trntui: warning: {d}: 1 directory could not be read (permission denied; not searched): "
+                           "locked\n"), err
         # info lists what it could not search
         rc, out, err = _run_unprivileged("info", str(d))
         assert rc == 0 and "Traceback" not in err, err

@@ -103,6 +103,13 @@ def run(args: argparse.Namespace) -> int:
         out = render_text(runs, diff, only=args.only, markdown=fmt == "markdown", **kw)
     sys.stdout.write(out)
     sys.stdout.flush()
+    from trntui.loaders.discover import unreadable_warning
+    from trntui.textsafe import safe_text
+
+    for p in args.paths:
+        warning = unreadable_warning(Path(p))
+        if warning:
+            print(f"trntui: warning: {safe_text(warning)}", file=sys.stderr)
     for res in results:
         if res.failed or res.missing or res.undefined:
             print(f"trntui: {res.message()}", file=sys.stderr)

@@ -137,4 +137,10 @@ def run(args: argparse.Namespace) -> int:
         raise TrntuiError(f"{safe_text(args.path)}: none of its {len(runs)} runs could be read: " + "; ".join(failed))
     for line in failed:
         print(f"trntui: error: {line}", file=sys.stderr)
+    from trntui.loaders.discover import unreadable_warning
+    from trntui.textsafe import safe_text
+
+    warning = unreadable_warning(Path(args.path))
+    if warning:
+        print(f"trntui: warning: {safe_text(warning)}", file=sys.stderr)
     return 0

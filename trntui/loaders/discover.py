@@ -134,3 +134,22 @@ def unreadable_dirs(root: Path, max_depth: int = 8) -> list[Path]:
     if not root.is_dir():
         return []
     return walk(root, max_depth + 1)[1]
+
+
+def unreadable_warning(path: Path) -> str | None:
+    """One line naming the directories under `path` that could not be searched, for a command that found runs
+    beside them (what it shows may be missing runs); None when every directory could be read."""
+    path = Path(path)
+    blocked = unreadable_dirs(path)
+    if not blocked:
+        return None
+
+    def rel(p: Path) -> str:
+        try:
+            return str(p.relative_to(path)) or "."
+        except ValueError:
+            return str(p)
+
+    names = ", ".join(rel(p) for p in blocked[:5]) + (f" and {len(blocked) - 5} more" if len(blocked) > 5 else "")
+    what = "directory" if len(blocked) == 1 else "directories"
+    return f"{path}: {len(blocked)} {what} could not be read (permission denied; not searched): {names}"
