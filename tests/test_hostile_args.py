@@ -117,9 +117,17 @@ def test_bad_arguments_are_one_line_naming_them_before_any_load(argv, names, two
      "--fail-if '1+1+1+1+1+1+1+1+1+1+1+1+1+1+1+1+1+1+1...': 2,003 terms; a rule has at most 200"),
     (["compare", "--filter", "("], "argument --filter: missing ), unterminated subpattern at position 0"),
     (["summary", "--limit", "nan"], "argument --limit: 'nan' is not a whole number"),
+    (["summary", "--convert-timeout", "1e400"],
+     "argument --convert-timeout: must be a finite number of seconds more than 0: '1e400'"),
+    (["summary", "--convert-timeout", "inf"],
+     "argument --convert-timeout: must be a finite number of seconds more than 0: 'inf'"),
+    (["profile", "--steps", "9" * 400],
+     "argument --steps: '" + "9" * 37 + "...' is too large (at most 18 digits)"),
+    (["profile", "--shape", "4x" + "9" * 400],
+     "argument --shape: '4x" + "9" * 35 + "...' is not a shape like 4x512 (at most 8 sizes of at most 12 digits)"),
 ])
 def test_bad_argument_messages_say_what_is_wrong(argv, says, two_runs, capsys) -> None:
-    paths = [str(p) for p in two_runs] if argv[0] == "compare" else [str(two_runs[0])]
+    paths = {"compare": [str(p) for p in two_runs], "profile": ["rmsnorm", "--device", "cpu"]}.get(argv[0], [str(two_runs[0])])
     rc, out, err, _, _ = run_cli([*argv[:1], *paths, *argv[1:]], capsys)
     line = _one_line(rc, out, err)
     assert line.startswith("trntui: error: " + says), line

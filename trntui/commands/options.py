@@ -157,11 +157,11 @@ def add_part_options(p: argparse.ArgumentParser, also: str = "") -> None:
 def convert_timeout(value: str) -> float:
     """`--convert-timeout` seconds: a positive number."""
     try:
-        seconds = float(value)
+        seconds = float(value) if len(value) <= 64 else math.nan
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value!r}")
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {shown(value)}") from None
+    if not (math.isfinite(seconds) and seconds > 0):  # (inf, 1e400 and nan too: a timer cannot take them)
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds more than 0: {shown(value)}")
     return seconds
 
 

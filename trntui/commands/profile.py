@@ -17,22 +17,22 @@ DEFAULT_SORT = "self_device_time_total"
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(p) for p in text.lower().replace("*", "x").split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 4x512") from None
-    if not dims or any(d < 1 for d in dims):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 4x512 (every size must be >= 1)")
+    bad = f"{options.shown(text)} is not a shape like 4x512"
+    parts = text.lower().replace("*", "x").split("x")
+    if not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(bad)
+    if len(parts) > 8 or any(len(p.strip()) > 12 for p in parts):
+        raise argparse.ArgumentTypeError(bad + " (at most 8 sizes of at most 12 digits)")
+    dims = tuple(int(p) for p in parts)
+    if any(d < 1 for d in dims):
+        raise argparse.ArgumentTypeError(bad + " (every size must be >= 1)")
     return dims
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = options.whole_number(text)  # bounded: 5,000 digits are refused, not converted
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+        raise argparse.ArgumentTypeError(f"{options.shown(text)} must be at least 1")
     return value
 
 
