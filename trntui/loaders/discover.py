@@ -131,9 +131,20 @@ def walk(root: Path, max_depth: int, *, skip_hidden: bool = False) -> tuple[list
 
 def unreadable_dirs(root: Path, max_depth: int = 8) -> list[Path]:
     """Directories under `root` (itself included) that cannot be listed (permission denied, I/O errors)."""
+    import os
+
     if not root.is_dir():
         return []
-    return walk(root, max_depth + 1)[1]
+    unreadable: list[Path] = []
+    base = len(root.parts)
+
+    def failed(err: OSError) -> None:
+        unreadable.append(Path(err.filename) if err.filename else root)
+
+    for dirpath, dirnames, _ in os.walk(root, onerror=failed):  # directories only: no file is stat'ed
+        if len(Path(dirpath).parts) - base >= max_depth:
+            dirnames[:] = []
+    return sorted(unreadable)
 
 
 def unreadable_warning(path: Path) -> str | None:
