@@ -95,15 +95,17 @@ def cacheable(files: Sequence[Path], min_bytes: int) -> bool:
     return sum(st.st_size for st in sts) >= min_bytes
 
 
-def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+def _open_regular(path: Path, *, nofollow: bool = False) -> tuple[int, os.stat_result]:
     """An fd on `path` opened read-only without blocking (a FIFO) and, with `nofollow`, without following a
-    link; OSError unless it is a regular file."""
+    link; unless it is a regular file: OSError (an input), or `Damaged` with `nofollow` (a cache entry's file)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path}: not a regular file")
+            raise Damaged(f"{path.name} is not a regular file") if nofollow else OSError(f"{path}: not a regular file")
     except BaseException:
         os.close(fd)
         raise
@@ -215,7 +217,7 @@ def _check_dir(d: Path) -> None:
 
 
 def _read_file(d: Path, name: str, limit: int) -> bytes:
-    fd, st = _open_regular_nofollow(d / name)
+    fd, st = _open_regular(d / name, nofollow=True)
     try:
         if st.st_size > limit:
             raise Damaged(f"{name} is too large")
@@ -227,24 +229,11 @@ def _read_file(d: Path, name: str, limit: int) -> bytes:
     return data
 
 
-def _open_regular_nofollow(path: Path) -> tuple[int, os.stat_result]:
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Damaged(f"{path.name} is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, st
-
-
 def _read_npy(d: Path, name: str, checksums: dict[str, int] | None, mapped: bool = False) -> np.ndarray:
     """A 1-D numeric array from `name.npy`, its header checked against the file's size before anything is
     allocated, its CRC-32 against `checksums` (not for `mapped` arrays: read lazily, checked by size)."""
     fname = f"{name}.npy"
-    fd, st = _open_regular_nofollow(d / fname)
+    fd, st = _open_regular(d / fname, nofollow=True)
     try:
         with os.fdopen(os.dup(fd), "rb") as f:
             version = np.lib.format.read_magic(f)
@@ -563,7 +552,7 @@ def load_derived(profile: Any, name: str) -> dict[str, np.ndarray] | None:
         return None
     path = Path(d) / f"derived_{name}.npz"
     try:
-        fd, st = _open_regular_nofollow(path)
+        fd, st = _open_regular(path, nofollow=True)
     except (OSError, Damaged):
         return None
     try:

@@ -149,16 +149,23 @@ def classify(path: Path, size: int) -> FileInfo | None:
     return None
 
 
-def _framework_rank(path: Path) -> int | None:
-    m = RANK_TRACE_RX.fullmatch(path.name)
-    if m:
-        return int(m.group(1))
+def _plain_head(path: Path) -> bytes | None:
+    """The first 64 KiB of a plain (not gzip) trace, for cheap looks at its header; None if gzip or unreadable."""
     if path.name.endswith(".gz"):
         return None
     try:
         with path.open("rb") as fh:
-            head = fh.read(65536)
+            return fh.read(65536)
     except OSError:
+        return None
+
+
+def _framework_rank(path: Path) -> int | None:
+    m = RANK_TRACE_RX.fullmatch(path.name)
+    if m:
+        return int(m.group(1))
+    head = _plain_head(path)
+    if head is None:
         return None
     m = re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*"?(\d+)', head)
     return int(m.group(1)) if m else None
@@ -359,12 +366,8 @@ def _attach_parent_traces(sessions: list[Session], tree: dict[Path, list[FileInf
 
 def _trace_pid(path: Path) -> int | None:
     """The process id most events in the head of a chrome trace name."""
-    if path.name.endswith(".gz"):
-        return None
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(65536)
-    except OSError:
+    head = _plain_head(path)
+    if head is None:
         return None
     pids = re.findall(rb'"pid"\s*:\s*"?(\d+)', head)
     if not pids:
