@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from trntui.model.device import DeviceExport, Window
 
 
+def _lanes_by_core(pcore: np.ndarray, codes: np.ndarray, labels: list[str], lane_of) -> np.ndarray:
+    """Lane id of each row: one lane per (physical core, label) pair present, made by `lane_of(core, label)` in
+    (core, label code) order; engine lanes and DMA-queue lanes are laid out alike."""
+    lanes = np.zeros(len(codes), np.int32)
+    if len(codes):
+        n, low = len(labels), pcore.min()
+        key = (pcore - low) * n + codes
+        for k in np.nonzero(np.bincount(key))[0]:
+            lanes[key == k] = lane_of(int(k // n + low), labels[int(k % n)])
+    return lanes
+
+
 def device_profile(export: "DeviceExport", window: "Window | None" = None, shift: int = 0, nc: int | None = None) -> Profile:
     """Instructions (and DMA transfers) of `window` (default: all) as a Profile with engine and DMA lanes."""
     b = ProfileBuilder(ProfileMeta())
@@ -58,14 +70,8 @@ def add_device_events(export: "DeviceExport", b: ProfileBuilder, window: "Window
     eng = coded(ins["engine"], engine_name)
     op = coded(ins["opcode"])
     ecodes = eng.codes[sel]
-    lane_ids = np.zeros(len(sel), np.int32)
-    if len(sel):
-        ne = len(eng.labels)
-        key = (pc - pc.min()) * ne + ecodes
-        for k in np.nonzero(np.bincount(key))[0]:
-            p, e = int(k // ne + pc.min()), eng.labels[int(k % ne)]
-            lane_ids[key == k] = b.lane(Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/{e}", pid, p, instance=ident.instance,
-                                        sort_index=p * 100 + rank.get(e, 50))
+    lane_ids = _lanes_by_core(pc, ecodes, eng.labels, lambda p, e: b.lane(
+        Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/{e}", pid, p, instance=ident.instance, sort_index=p * 100 + rank.get(e, 50)))
     name_of = np.array([b.intern_name(x or "(no opcode)") for x in op.labels], np.int32)
     hw = b.intern_cat(CAT_HARDWARE)
     s0, e0 = st[sel] + shift, en[sel] + shift
@@ -82,14 +88,9 @@ def add_device_events(export: "DeviceExport", b: ProfileBuilder, window: "Window
         var = coded(dma["variable"])
         dpc = dma["pcore_idx"].to_numpy(np.int64)[dsel]
         qc = q.codes[dsel]
-        lanes = np.zeros(len(dsel), np.int32)
-        if len(dsel):
-            nq = len(q.labels)
-            key = (dpc - dpc.min()) * nq + qc
-            for k in np.nonzero(np.bincount(key))[0]:
-                p, queue = int(k // nq + dpc.min()), q.labels[int(k % nq)]
-                lanes[key == k] = b.lane(Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/DMA:{queue or '?'}", pid, 1000 + p,
-                                         instance=ident.instance, sort_index=10_000 + p)
+        lanes = _lanes_by_core(dpc, qc, q.labels, lambda p, queue: b.lane(
+            Tier.HARDWARE, "neuron_hw", f"NC{nc}:{p}/DMA:{queue or '?'}", pid, 1000 + p, instance=ident.instance,
+            sort_index=10_000 + p))
         vname = np.array([b.intern_name(x or "dma transfer") for x in var.labels], np.int32)
         b.add_events(start=ds[dsel] + shift, end=de[dsel] + shift, lane=lanes,
                      name=vname[var.codes[dsel]] if len(dsel) else np.empty(0, np.int32),
