@@ -23,30 +23,24 @@ per-event offsets, so `Profile.args(i)` works as before), and the records the ca
 arrays plus JSON fields; trntui/session.py stores the default key_averages table so `trntui summary` on a cached
 run does no parsing and no aggregation). This module stores what it is given: which runs are cached, and
 what a record means (and whether its values are consistent), is decided by its callers.
+
+Modules only some paths need (msgspec, hashlib, the write path's tempfile/shutil/signal/socket, ...) are imported
+where they are used: every `trntui` command imports this module, and most never read or write an entry.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import mmap
 import os
 import re
-import secrets
-import shutil
-import signal
-import socket
 import stat
-import tempfile
-import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from trntui.model.args import ArgsStore, Blobs
@@ -113,6 +107,8 @@ def _open_regular(path: Path, *, nofollow: bool = False) -> tuple[int, os.stat_r
 
 
 def _file_stamp(path: Path) -> list[Any]:
+    import hashlib
+
     fd, st = _open_regular(path)
     try:
         h = hashlib.blake2b(digest_size=16)
@@ -148,6 +144,8 @@ def unchanged(files: Sequence[Path], before: dict[str, Any] | None) -> bool:
 
 def entry_dir(files: Sequence[Path], directory: Path) -> Path:
     """The entry directory of a set of input files (by resolved paths; validity is checked by the stamp)."""
+    import hashlib
+
     h = hashlib.sha256("\0".join(str(Path(f).resolve()) for f in files).encode("utf-8", "surrogateescape"))
     return directory / h.hexdigest()[:24]
 
@@ -174,8 +172,7 @@ def load(files: Sequence[Path], directory: Path) -> tuple[Any, dict[str, dict[st
         return None
     try:
         entry = _read_entry(d, files)
-    except (Damaged, OSError, EOFError, ValueError, KeyError, TypeError, IndexError, AttributeError,
-            OverflowError, RecursionError, MemoryError):
+    except _ERRORS:
         discard_entry(d)  # anything odd: a miss, and the entry goes (it would fail every later run)
         return None
     if entry is None:  # stale: rebuilt by the caller's store
@@ -195,6 +192,8 @@ def discard(files: Sequence[Path], directory: Path) -> None:
 
 def discard_entry(d: Path) -> None:
     """Remove an entry directory; a link or any other file in its place is unlinked, never followed."""
+    import shutil
+
     try:
         st = os.lstat(d)
     except OSError:
@@ -252,6 +251,8 @@ def _read_npy(d: Path, name: str, checksums: dict[str, int] | None, mapped: bool
         if mapped:
             if count == 0:
                 return np.zeros(0, dtype)
+            import mmap
+
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             return np.frombuffer(mm, dtype, count, offset)
         a = np.empty(count, dtype)
@@ -282,37 +283,60 @@ def _depth_ok(value: Any, limit: int = _MAX_DEPTH) -> bool:
     return True
 
 
-class _Record(msgspec.Struct):
-    arrays: list[str]
-    fields: dict[str, Any]
+_META_TYPE: Any = None
 
 
-class _Meta(msgspec.Struct):
-    """The typed schema of `meta.json` (msgspec checks every field's type while decoding)."""
+def _meta_type() -> Any:
+    """The typed schema of `meta.json` (msgspec checks every field's type while decoding), made on first use."""
+    global _META_TYPE, _Record  # module-level names: msgspec resolves the annotations in this module
+    if _META_TYPE is None:
+        import msgspec
 
-    stamp: dict[str, Any]
-    names: list[str]
-    cats: list[str]
-    lanes: list[Lane]
-    profile_meta: ProfileMeta
-    records: dict[str, _Record]
-    checksums: dict[str, int]
+        class _Record(msgspec.Struct):
+            arrays: list[str]
+            fields: dict[str, Any]
+
+        class _Meta(msgspec.Struct):
+            stamp: dict[str, Any]
+            names: list[str]
+            cats: list[str]
+            lanes: list[Lane]
+            profile_meta: ProfileMeta
+            records: dict[str, _Record]
+            checksums: dict[str, int]
+
+        _META_TYPE = _Meta
+    return _META_TYPE
 
 
-def _read_entry(d: Path, files: Sequence[Path]) -> Any:
-
+def _read_meta(d: Path) -> Any:
+    """The entry's `meta.json`, its checksum and types checked."""
     _check_dir(d)
     raw = _read_file(d, "meta.json", _MAX_META_BYTES)
     check = _read_file(d, "meta.crc", 64)
     if check.strip() != str(zlib.crc32(raw)).encode():
         raise Damaged("meta.json: checksum mismatch")
-    meta = msgspec.json.decode(raw, type=_Meta)
-    if meta.stamp != _stamp(files):
-        return None
+    import msgspec
+
+    meta = msgspec.json.decode(raw, type=_meta_type())
     pm = meta.profile_meta
     if not all(_depth_ok(x) for x in (pm.trace_meta, pm.counters, *(r.fields for r in meta.records.values()))):
         raise Damaged("meta.json: nested too deeply")
-    sums = meta.checksums
+    return meta
+
+
+def _read_entry(d: Path, files: Sequence[Path] | None) -> Any:
+    """(`Profile`, records) of entry `d`; None when its stamp is not that of `files` (stale). `files` None: a
+    profile just written by this user's own loader process (`read_written`): no stamp to compare, and the
+    arrays' checksums are not computed (they were computed while writing: nothing has rested on disk yet)."""
+    meta = _read_meta(d)
+    if files is not None and meta.stamp != _stamp(files):
+        return None
+    return _read_profile(d, meta, meta.checksums if files is not None else None)
+
+
+def _read_profile(d: Path, meta: Any, sums: dict[str, int] | None) -> tuple[Any, dict[str, dict[str, Any]]]:
+    pm = meta.profile_meta
 
     def arr(name: str, mapped: bool = False) -> np.ndarray:
         return _read_npy(d, name, sums, mapped)
@@ -327,12 +351,52 @@ def _read_entry(d: Path, files: Sequence[Path]) -> Any:
     profile = Profile(
         names=meta.names, cats=meta.cats, lanes=lanes, flows=flows, args_raw=args, meta=pm, **cols
     )
+    return profile, _read_records(d, meta, sums)
+
+
+def _read_records(d: Path, meta: Any, sums: dict[str, int] | None) -> dict[str, dict[str, Any]]:
     records = {}
     for name, rec in meta.records.items():
         if not all(_NAME.fullmatch(x) for x in (name, *rec.arrays)):
             raise Damaged("bad record name")
-        records[name] = {"arrays": {a: arr(f"record_{name}_{a}") for a in rec.arrays}, "fields": rec.fields}
-    return profile, records
+        records[name] = {"arrays": {a: _read_npy(d, f"record_{name}_{a}", sums) for a in rec.arrays},
+                         "fields": rec.fields}
+    return records
+
+
+_ERRORS = (Damaged, OSError, EOFError, ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError,
+           RecursionError, MemoryError)
+"""What reading an odd entry may raise (each means: a miss)."""
+
+
+def read_written(d: Path) -> tuple[Any, dict[str, int]] | None:
+    """The profile a loader process is writing into the temporary entry directory `d` (`store(on_profile=...)`
+    called back with it): its arrays and `meta.json` are complete, its records not yet. (`Profile`, the
+    arrays' checksums) to hand to `load_records` once the entry is in place; None when `d` cannot be read (the
+    writer already renamed it into place, or gave up): the caller then reads the entry itself."""
+    try:
+        meta = _read_meta(d)
+        profile, _ = _read_profile(d, meta, None)
+    except _ERRORS:
+        return None
+    return profile, dict(meta.checksums)
+
+
+def load_records(files: Sequence[Path], directory: Path, profile: Any, checksums: dict[str, int]) -> dict[str, dict[str, Any]] | None:
+    """The records of the entry for `files` when that entry holds exactly `profile` (read by `read_written`
+    while the entry was written, with these `checksums`): the entry's stamp is still that of `files` and its
+    arrays' checksums are those. Sets the profile's entry (for `load_derived` / `save_derived`); None
+    otherwise (nothing is removed: the caller reads the entry with `load`, which decides)."""
+    d = entry_dir(files, directory)
+    try:
+        meta = _read_meta(d)
+        if meta.stamp != _stamp(files) or any(meta.checksums.get(k) != v for k, v in checksums.items()):
+            return None
+        records = _read_records(d, meta, meta.checksums)
+    except _ERRORS:
+        return None
+    profile.cache["cache_entry"] = d
+    return records
 
 
 def _check_entry(cols: dict[str, np.ndarray], flows: Any, args: Any, n_lanes: int, n_names: int, n_cats: int) -> None:
@@ -361,12 +425,14 @@ class _Terminated(BaseException):
 
 
 def _host() -> str:
+    import socket
+
     return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:32] or "host"
 
 
 def store(
     files: Sequence[Path], directory: Path, profile: Any, *, records: dict[str, Any] | None = None,
-    stamp: dict[str, Any] | None = None,
+    stamp: dict[str, Any] | None = None, on_profile: Callable[[Path], None] | None = None,
 ) -> Path | None:
     """Write `profile` and `records` (name → {"arrays": {name: array}, "fields": JSON-able dict}, or a function
     returning one, called once the profile is written) as the entry for `files` under `directory`.
@@ -374,7 +440,14 @@ def store(
     `stamp`: the files' `stamp()` taken before they were read. The entry is written only when the files are
     still exactly that (a file replaced during the load is not cached, as the old or the new profile); without
     it the stamp is taken now (a caller that read the files just before). Never raises for I/O; an
-    interrupted write (KeyboardInterrupt, SIGTERM) removes what it wrote before the interruption goes on."""
+    interrupted write (KeyboardInterrupt, SIGTERM) removes what it wrote before the interruption goes on.
+
+    `on_profile(tmp)`: called once the profile itself is in the temporary directory `tmp` (arrays and a
+    `meta.json` without records: `read_written(tmp)` reads it), before the records are computed, so a reader
+    can take the profile while the writer computes them (the app's loader process, trntui/tui/loader.py)."""
+    import shutil
+    import tempfile
+
     now = _stamp_or_none(files)
     if now is None or (stamp is not None and now != stamp):
         return None
@@ -386,11 +459,11 @@ def store(
         return None
     with _cleanup_on_sigterm():
         try:
-            _write_entry(tmp, profile, now, records or {})
+            _write_entry(tmp, profile, now, records or {}, on_profile)
             if not unchanged(files, now):  # changed while the entry was written
                 raise OSError("input changed")
             if os.path.lexists(final):
-                trash = final.with_name(final.name + f".old-{os.getpid()}-{secrets.token_hex(4)}")
+                trash = final.with_name(final.name + f".old-{os.getpid()}-{os.urandom(4).hex()}")
                 os.replace(final, trash)
                 discard_entry(trash)
             os.replace(tmp, final)
@@ -411,6 +484,9 @@ class _cleanup_on_sigterm:
     ends as the sender meant. Elsewhere (a worker thread) nothing changes: the next write prunes what is left."""
 
     def __enter__(self) -> None:
+        import signal
+        import threading
+
         self.old = None
         if threading.current_thread() is not threading.main_thread():
             return
@@ -424,6 +500,8 @@ class _cleanup_on_sigterm:
         raise _Terminated()
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        import signal
+
         if self.old is None:
             return False
         signal.signal(signal.SIGTERM, self.old)
@@ -440,7 +518,18 @@ def _jsonable(value: Any) -> Any:
     return json.loads(msgspec.json.encode(value, enc_hook=str))
 
 
-def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], records: dict[str, Any]) -> None:
+def _write_meta(d: Path, meta: dict[str, Any]) -> None:
+    """`meta.json` and its checksum, each replaced in one step (a reader of a written profile may be reading)."""
+    raw = json.dumps(meta).encode("utf-8")
+    for name, data in (("meta.json", raw), ("meta.crc", str(zlib.crc32(raw)).encode())):
+        (d / f".{name}").write_bytes(data)
+        os.replace(d / f".{name}", d / name)
+
+
+def _write_entry(
+    d: Path, profile: Any, stamp: dict[str, Any], records: dict[str, Any],
+    on_profile: Callable[[Path], None] | None = None,
+) -> None:
     checksums: dict[str, int] = {}
 
     def save(name: str, a: Any) -> None:
@@ -455,11 +544,13 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], records: dict[str
     for c in _FLOW_COLUMNS:
         save(f"flow_{c}", getattr(profile.flows, c))
     args = ArgsStore.from_raw(profile.args_raw)
-    if isinstance(args.blob, Blobs) and len(args.blob):  # written piece by piece into the mapped file: no joined copy in memory
-        out = np.lib.format.open_memmap(d / "args_blob.npy", mode="w+", dtype=np.uint8, shape=(len(args.blob),))
-        args.blob.write_to(out)
-        out.flush()
-        del out
+    if isinstance(args.blob, Blobs) and len(args.blob):
+        # written piece by piece after an .npy header: no joined copy in memory (and plain writes: through a
+        # memory map, every new page would fault, ~8x slower)
+        with open(d / "args_blob.npy", "xb") as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "|u1", "fortran_order": False, "shape": (len(args.blob),)})
+            for b in args.blob.blobs:
+                f.write(b if not isinstance(b, np.ndarray) else memoryview(np.ascontiguousarray(b)).cast("B"))
     else:
         blob = args.blob if not isinstance(args.blob, Blobs) else b""
         np.save(d / "args_blob.npy", blob if isinstance(blob, np.ndarray) else np.frombuffer(blob, np.uint8),
@@ -479,15 +570,16 @@ def _write_entry(d: Path, profile: Any, stamp: dict[str, Any], records: dict[str
         "profile_meta": _jsonable(dataclasses.asdict(profile.meta)),
     }
     meta["records"] = {}
+    if on_profile is not None:
+        _write_meta(d, {**meta, "checksums": dict(checksums)})
+        on_profile(d)
     for name, rec in records.items():
         rec = rec() if callable(rec) else rec
         for a, value in rec["arrays"].items():
             save(f"record_{name}_{a}", value)
         meta["records"][name] = {"arrays": list(rec["arrays"]), "fields": _jsonable(rec["fields"])}
     meta["checksums"] = checksums
-    raw = json.dumps(meta).encode("utf-8")
-    (d / "meta.json").write_bytes(raw)
-    (d / "meta.crc").write_bytes(str(zlib.crc32(raw)).encode())
+    _write_meta(d, meta)
 
 
 _TMP = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-")
@@ -600,6 +692,8 @@ def save_derived(profile: Any, name: str, arrays: dict[str, np.ndarray]) -> None
     d = profile.cache.get("cache_entry")
     if d is None or not _NAME.fullmatch(name):
         return
+    import tempfile
+
     target = Path(d) / f"derived_{name}.npz"
     tmp = None
     try:
@@ -620,4 +714,6 @@ def save_derived(profile: Any, name: str, arrays: dict[str, np.ndarray]) -> None
 
 def clear(directory: Path) -> None:
     """Remove every entry."""
+    import shutil
+
     shutil.rmtree(directory, ignore_errors=True)

@@ -31,13 +31,16 @@ def _options(options: LoadOptions | None, cache_flag: bool | None, memory_budget
 
 
 def load_run(
-    run: Run, options: LoadOptions | None = None, *, cache: bool | None = None, memory_budget: str | int | None = None
+    run: Run, options: LoadOptions | None = None, *, cache: bool | None = None, memory_budget: str | int | None = None,
+    on_profile: Any = None,
 ) -> Profile:
     """Read one run into a `Profile`, through the parsed-profile cache when it is on and the run is worth it.
 
     `options`: how to load (memory budget, cache, progress, cancel). Without them: `LoadOptions.from_env` with
     `cache` (default True) and `memory_budget` (bytes, a size string such as `4G`, "none", or None/"auto").
     Kineto files that do not fit in memory are streamed, and refused when not even that fits (trntui/memory.py).
+    `on_profile(tmp)`: when the run is written to the cache, called once the profile is in the entry's temporary
+    directory, before its table is computed (`cache.store`; the app's loader process tells the app).
     """
     options = _options(options, cache, memory_budget).resolved()
     with reporting(options):
@@ -63,7 +66,8 @@ def load_run(
                     from trntui.analysis.key_averages import key_averages
 
                     table = lambda: _table_record(key_averages(profile))  # noqa: E731  (computed after the columns are written)
-                    profile_cache.store(inputs, options.cache_dir, profile, records={TABLE: table}, stamp=before)
+                    profile_cache.store(inputs, options.cache_dir, profile, records={TABLE: table}, stamp=before,
+                                        on_profile=on_profile)
     return profile
 
 
@@ -83,15 +87,22 @@ def _read_cache(run: Run, options: LoadOptions, inputs: list[Path] | None) -> Pr
         return None
     profile, records = entry
     finish(run, profile)
+    if not with_records(profile, records):
+        profile_cache.discard(inputs, options.cache_dir)
+        return None
+    return profile
+
+
+def with_records(profile: Profile, records: dict[str, Any]) -> bool:
+    """Take the cache records of a cached `profile` (its key_averages table); False when a record has another
+    shape or values that do not add up (a damaged or forged entry: a miss)."""
     table = records.get(TABLE)
     if table is not None:
         try:
             _remember_table(profile, table)
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):
-            # a record of another shape, or values that do not add up (a damaged or forged entry): a miss
-            profile_cache.discard(inputs, options.cache_dir)
-            return None
-    return profile
+            return False
+    return True
 
 
 def _table_record(table: Any) -> dict[str, Any]:

@@ -38,10 +38,13 @@ async def test_header_shows_percent_and_esc_cancels(corpus_dir, monkeypatch):
     async with app.run_test(size=(100, 24)) as pilot:
         started.wait(5)
         await pilot.pause(0.4)
-        head = screen_text(app).splitlines()[0]
+        screen = screen_text(app).splitlines()
+        head = screen[0]
         assert "loading: decoding" in head and "%" in head and "Esc cancels" in head
         pct = int(head.split("decoding ")[1].split("%")[0])
         assert 0 < pct < 50
+        # the panes say "loading…" (drawn once, not Textual's indicator redrawn 16 times a second: the header moves)
+        assert any("loading…" in line for line in screen[1:]) and not any("Loading..." in ln for ln in screen)
         await pilot.press("escape")
         await app.workers.wait_for_complete()
         await pilot.pause()

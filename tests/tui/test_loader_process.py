@@ -109,3 +109,105 @@ async def test_open_starts_the_loader_before_the_app(corpus_dir, tmp_path, cache
         assert list(app.table.name) == list(direct.name)
         assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])
     assert loader.prestart(trace, None, cache_options) is None  # the entry is there now
+
+
+_WAITING_LOADER = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+import trntui.analysis.key_averages as K
+real = K.key_averages
+def waiting(*a, **k):  # the table waits until the app has taken the profile (or 60 s)
+    t = time.monotonic()
+    while not os.path.exists({flag!r}) and time.monotonic() - t < 60:
+        time.sleep(0.01)
+    return real(*a, **k)
+K.key_averages = waiting
+from trntui.tui.loader import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_app_takes_the_profile_while_the_loader_computes_the_table(corpus_dir, tmp_path, cache_options, monkeypatch):
+    """Pipelined load: the loader process says when the profile's arrays are written and the app reads them and
+    builds its rows (`prepare`) while the loader computes the key_averages table; the app then takes the table
+    from the finished entry. Here the loader's table waits until `prepare` has run, so the overlap is certain:
+    the profile returned is the one prepared, equal to an in-process load, table and args included."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from trntui import cache as profile_cache
+
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
+    (run,) = find_runs(trace)
+    flag = tmp_path / "prepared"
+    root = str(Path(loader.__file__).resolve().parents[2])
+
+    def start_waiting(source, run, options, merge=False):
+        boot = _WAITING_LOADER.format(root=root, flag=str(flag))
+        cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", loader._options_arg(options)]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                start_new_session=True, text=True, encoding="utf-8", errors="replace")
+
+    monkeypatch.setattr(loader, "_start_loader", start_waiting)
+    final = profile_cache.entry_dir(run.inputs, cache_options.cache_dir)
+    prepared = []
+
+    def prepare(profile):
+        assert not final.exists(), "the entry is in place: the profile was not taken while the table was computed"
+        prepared.append(profile)
+        flag.touch()
+
+    profile = loader.load_run(trace, run, cache_options, None, 4, prepare=prepare)
+    assert len(prepared) == 1 and prepared[0] is profile
+    assert profile.cache.get("cache_entry") == final
+    direct = session_load(run, LoadOptions(cache=False))
+    assert np.array_equal(profile.start, direct.start) and np.array_equal(profile.lane, direct.lane)
+    ours, theirs = key_averages(profile), key_averages(direct)
+    assert ours.name == theirs.name and np.allclose(ours.self_cpu_time_total, theirs.self_cpu_time_total)
+    assert np.allclose(ours.self_device_time_total, theirs.self_device_time_total)
+    with_args = [i for i in range(len(direct)) if direct.args(i)][:50]
+    assert with_args and all(profile.args(i) == direct.args(i) for i in with_args)
+
+
+def test_profile_not_taken_in_time_is_read_from_the_entry(corpus_dir, tmp_path, cache_options, monkeypatch):
+    """When the loader's temporary directory cannot be read (it was renamed into place first, or the loader
+    gave up), the app reads the finished entry instead: same profile, nothing prepared early."""
+    from trntui import cache as profile_cache
+
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
+    (run,) = find_runs(trace)
+    monkeypatch.setattr(profile_cache, "read_written", lambda d: None)
+    profile = loader.load_run(trace, run, cache_options, None, 4, prepare=lambda p: pytest.fail("prepared"))
+    direct = session_load(run, LoadOptions(cache=False))
+    assert profile.cache.get("cache_entry") is not None
+    assert np.array_equal(profile.end, direct.end) and key_averages(profile).name == key_averages(direct).name
+
+
+def test_written_profile_and_its_records(corpus_dir, tmp_path):
+    """cache.store(on_profile=...) hands over the temporary directory once the profile is written: it reads
+    back as the stored profile (records not yet there); the finished entry's records are served for that
+    profile only when the entry's arrays are the ones read (their checksums)."""
+    from trntui import cache as profile_cache
+
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
+    (run,) = find_runs(trace)
+    direct = session_load(run, LoadOptions(cache=False))
+    got = []
+    record = {"t": {"arrays": {"x": np.arange(5)}, "fields": {"k": 1}}}
+    entry = profile_cache.store(run.inputs, tmp_path / "c", direct, records=record,
+                                on_profile=lambda d: got.append(profile_cache.read_written(d)))
+    assert entry is not None and len(got) == 1 and got[0] is not None
+    early, sums = got[0]
+    assert np.array_equal(early.start, direct.start) and np.array_equal(early.name, direct.name)
+    assert early.cache.get("cache_entry") is None
+    wrong = dict(sums, **{"start.npy": sums["start.npy"] ^ 1})
+    assert profile_cache.load_records(run.inputs, tmp_path / "c", early, wrong) is None
+    assert early.cache.get("cache_entry") is None
+    records = profile_cache.load_records(run.inputs, tmp_path / "c", early, sums)
+    assert records is not None and list(records["t"]["arrays"]["x"]) == [0, 1, 2, 3, 4]
+    assert early.cache.get("cache_entry") == entry
+    assert profile_cache.read_written(tmp_path / "c" / ".tmp-gone") is None

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
@@ -46,6 +46,24 @@ class InfoBar(Static):
     DEFAULT_CSS = """
     InfoBar { height: 1; background: $panel; color: $text; padding: 0 1; }
     """
+
+
+class StillLoadingIndicator(LoadingIndicator):
+    """The panes' "loading" overlay, drawn once instead of 16 times a second: the header line shows the load's
+    stage and progress. Textual's animated indicator redraws every pane at 16 fps for the whole load, ~0.25 of
+    a core here (3 of the app's 7 s of CPU while a 2M-event trace decodes), taken from the decode's two
+    processes on a small machine."""
+
+    @property
+    def auto_refresh(self) -> float | None:  # type: ignore[override]
+        return None
+
+    @auto_refresh.setter
+    def auto_refresh(self, interval: float | None) -> None:
+        pass
+
+    def render(self) -> Text:
+        return Text("loading…", style="dim")
 
 
 def describe(profile: "Profile", run_name: str, source: str) -> str:
@@ -116,6 +134,9 @@ class TrntuiApp(App[None]):
         """(job name, RanksReport) of the last Ranks screen, so reopening it does not summarise again."""
 
     # -- layout ----------------------------------------------------------------------------------
+    def get_loading_widget(self) -> LoadingIndicator:
+        return StillLoadingIndicator()
+
     def compose(self) -> ComposeResult:
         yield InfoBar(Text(safe_text(f"{self.path.name} · loading…")), id="info", markup=False)
         with Container(id="panes"):
@@ -226,9 +247,23 @@ class TrntuiApp(App[None]):
             options = self.load_options
             prestarted, self.prestarted = self.prestarted, None
             started = prestarted.take(run.name) if prestarted is not None else None
+
+            def prepare(profile: "Profile") -> None:
+                """The timeline's rows, built while the loader process computes the table."""
+                from trntui.analysis.timeline import display_span, lane_groups
+
+                self.post_message(LoadProgress(f"timeline rows of {len(profile):,} events", 2, LOAD_STAGES))
+                if len(profile) < BACKGROUND_NESTING_EVENTS:
+                    profile.nesting()
+                lane_groups(profile, MAX_SUBROWS)
+                display_span(profile)
+                if worker.is_cancelled:
+                    raise Cancelled()
+
             with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
                 # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
-                profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge, started=started)
+                profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge, started=started,
+                                       prepare=prepare)
             if worker.is_cancelled:
                 return
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))

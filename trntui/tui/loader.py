@@ -5,7 +5,9 @@ The app loads in a thread, and a process with threads must not fork, so in the a
 in one process while the CLI decodes in two (trntui/loaders/kineto/parallel.py). For a run the cache takes, the
 app starts `python -m trntui.tui.loader` instead: a fresh single-threaded process that loads the run the way the
 CLI does (two-process decode), writes the cache entry (profile + key_averages table), reports its progress on
-stdout and exits; the app then maps the entry (a fraction of a second). The timeline's nesting and rows,
+stdout and exits. The two are pipelined: as soon as the profile's arrays are in the entry's temporary directory
+the loader says so (`PROFILE_WRITTEN`), the app reads them and builds the timeline's rows while the loader
+computes the key_averages table; once the entry is in place the app takes the table from it. The timeline's nesting and rows,
 computed by the app (after its first frame for a big run), are kept beside the entry (`save_timeline`) so a
 re-open draws at once.
 Cancelling kills the loader's process group. Runs the cache does not take (small, cache off) load in the app's
@@ -94,15 +96,18 @@ def load_run(
     max_depth: int = 4,
     merge: bool = False,
     started: subprocess.Popen | None = None,
+    prepare: Callable[["Profile"], None] | None = None,
 ) -> "Profile":
     """`trntui.session.load_run` for the app (`run` was found under `path`): from the cache when it holds the
     run, through the loader process when the cache takes the run, else in this process. `progress(stage, done,
     total)` may raise `trntui.progress.Cancelled` to stop (the loader process is killed). `options` None: the
     defaults (`LoadOptions.from_env()`); `merge`: the run was found with `find_runs(path, merge=True)`;
-    `started`: a loader process already started for this run (`prestart`), followed instead of a new one."""
+    `started`: a loader process already started for this run (`prestart`), followed instead of a new one;
+    `prepare(profile)`: work on the profile (the timeline's rows) done while the loader process computes the
+    table, when the profile comes from a loader process (the returned profile is then the one prepared)."""
     from trntui import cache as profile_cache
     from trntui import session
-    from trntui.formats import inputs_of
+    from trntui.formats import finish, inputs_of
     from trntui.loaders.protocol import LoadOptions
 
     def here() -> "Profile":
@@ -116,8 +121,29 @@ def load_run(
         return here()
     hit = session.cached(run, resolved) if started is None else None
     if hit is None:
-        if not _run_loader(path, run, resolved, progress, merge, started):
+        written: list[tuple["Profile", dict[str, int]]] = []
+
+        def take(tmp_name: str) -> None:
+            """The loader wrote the profile into its temporary entry directory: read it and prepare it now."""
+            assert resolved.cache_dir is not None
+            d = profile_cache.entry_dir(inputs, resolved.cache_dir).parent / tmp_name
+            if not tmp_name.startswith(".tmp-") or "/" in tmp_name or written:
+                return
+            got = profile_cache.read_written(d)
+            if got is None:
+                return  # renamed into place already, or given up: the entry is read below
+            finish(run, got[0])
+            written.append(got)
+            if prepare is not None:
+                prepare(got[0])
+
+        if not _run_loader(path, run, resolved, progress, merge, started, take):
             return here()  # the loader process could not find or read the run: load it here
+        if written:
+            profile, sums = written[0]
+            records = profile_cache.load_records(inputs, resolved.cache_dir, profile, sums)
+            if records is not None and session.with_records(profile, records):
+                return profile
         hit = session.cached(run, resolved)
     if hit is None:  # the loader could not write the entry (a read-only cache dir, a full disk): load here
         return here()
@@ -127,6 +153,14 @@ def load_run(
 
 NOT_FOUND = 3
 """Exit code of the loader process when it cannot find the run (the app then loads it in its own process)."""
+
+ENTRY_WRITTEN = "@entry-written"
+"""The loader's last stdout line: the cache entry is in place (the app takes it without waiting for the
+process to finish exiting: a process that held a big profile takes a moment to tear down)."""
+
+PROFILE_WRITTEN = "@profile-written"
+"""The loader's stdout line (`PROFILE_WRITTEN<tab>temporary directory name`) once the profile's arrays are in
+the entry's temporary directory (`cache.store(on_profile=...)`), before the table is computed."""
 
 
 def _start_loader(source: Path, run: "Run", options: "LoadOptions", merge: bool = False) -> subprocess.Popen | None:
@@ -147,11 +181,12 @@ def _start_loader(source: Path, run: "Run", options: "LoadOptions", merge: bool 
 
 def _run_loader(
     source: Path, run: "Run", options: "LoadOptions", progress: Callable[[str, int, int], None] | None,
-    merge: bool = False, started: subprocess.Popen | None = None,
+    merge: bool = False, started: subprocess.Popen | None = None, written: Callable[[str], None] | None = None,
 ) -> bool:
     """Start the loader process for `run` (under `source`), or take the one already `started` for it, and follow
-    it to the end. True when it wrote the cache; its one-line error about the input (exit 2) becomes a
-    TrntuiError; any other failure is False."""
+    it to the end (`written(name)` when it says the profile is in the temporary directory `name`). True when it
+    wrote the cache; its one-line error about the input (exit 2) becomes a TrntuiError; any other failure is
+    False."""
     from trntui.errors import TrntuiError
 
     proc = started if started is not None else _start_loader(source, run, options, merge)
@@ -161,6 +196,13 @@ def _run_loader(
         assert proc.stdout is not None
         for line in proc.stdout:
             stage, _, rest = line.rstrip("\n").partition("\t")
+            if stage == PROFILE_WRITTEN:
+                if written is not None:
+                    written(rest)
+                continue
+            if stage == ENTRY_WRITTEN:
+                _reap_later(proc)
+                return True
             done, _, total = rest.partition("\t")
             if progress is not None and stage:
                 progress(stage, int(done or 0) if done.isdigit() else 0, int(total or 0) if total.isdigit() else 0)
@@ -173,6 +215,19 @@ def _run_loader(
         lines = [ln for ln in err.splitlines() if ln.strip()]
         raise TrntuiError(lines[-1] if lines else f"{source}: could not be read")
     return code == 0
+
+
+def _reap_later(proc: subprocess.Popen) -> None:
+    """Wait for a loader that has done its work in a daemon thread (reading what it may still write)."""
+    import threading
+
+    def reap() -> None:
+        try:
+            proc.communicate()
+        except (OSError, ValueError):
+            pass
+
+    threading.Thread(target=reap, name="trntui-loader-reaper", daemon=True).start()
 
 
 class Prestarted:
@@ -241,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import time
 
+    from trntui.settings import numpy_with_one_blas_thread
+
+    numpy_with_one_blas_thread()  # as the CLI does: OpenBLAS's start-up threads would take the decoder's core
     from trntui.errors import TrntuiError
     from trntui.loaders.protocol import LoadOptions
     from trntui.session import find_runs, load_run as session_load
@@ -272,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         runs = [r for r in find_runs(Path(args.path), merge=args.merge) if r.name == args.run]
         if len(runs) != 1:
             return NOT_FOUND
-        session_load(runs[0], options)
+        profile = session_load(runs[0], options, on_profile=lambda d: print(f"{PROFILE_WRITTEN}\t{d.name}", flush=True))
+        if profile.cache.get("cache_entry") is not None:
+            print(ENTRY_WRITTEN, flush=True)
     except TrntuiError as exc:
         print(str(exc), file=sys.stderr)
         return 2
