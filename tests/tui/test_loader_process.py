@@ -211,3 +211,39 @@ def test_written_profile_and_its_records(corpus_dir, tmp_path):
     assert records is not None and list(records["t"]["arrays"]["x"]) == [0, 1, 2, 3, 4]
     assert early.cache.get("cache_entry") == entry
     assert profile_cache.read_written(tmp_path / "c" / ".tmp-gone") is None
+
+
+_FORKED_OPEN = """
+import sys
+from pathlib import Path
+from trntui.settings import numpy_with_one_blas_thread
+numpy_with_one_blas_thread()  # as the CLI does before any command but `profile`
+from trntui.loaders.protocol import LoadOptions
+from trntui.tui import loader
+from trntui.session import find_runs
+options = LoadOptions(cache=True, cache_dir=Path(sys.argv[2]), cache_min_bytes=0)
+pre = loader.prestart(Path(sys.argv[1]), None, options)
+print(type(pre.proc).__name__)
+(run,) = find_runs(Path(sys.argv[1]))
+profile = loader.load_run(Path(sys.argv[1]), run, options, None, 4, started=pre.take(run.name))
+print(len(profile), profile.cache.get("cache_entry") is not None)
+from trntui.analysis.key_averages import key_averages
+print(sum(key_averages(profile).count))
+"""
+
+
+def test_trntui_open_forks_its_loader_before_textual(corpus_dir, tmp_path):
+    """`trntui open` (one thread, Textual not imported yet) forks the loader instead of starting a fresh
+    interpreter (trntui and numpy are already imported): the forked loader writes the entry the app takes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
+    env = dict(os.environ, PYTHONPATH=str(Path(loader.__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-c", _FORKED_OPEN, str(trace), str(tmp_path / "cache")], env=env,
+                         capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    direct = session_load(find_runs(trace)[0], LoadOptions(cache=False))
+    assert out == ["Forked", str(len(direct)), "True", str(sum(key_averages(direct).count))]

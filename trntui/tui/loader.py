@@ -167,9 +167,8 @@ def _start_loader(source: Path, run: "Run", options: "LoadOptions", merge: bool 
     """Start the loader process for `run` (under `source`); None when it cannot be started."""
     root = str(Path(__file__).resolve().parents[2])  # this trntui, whether installed or run from a checkout
     boot = f"import sys; sys.path.insert(0, {root!r}); from trntui.tui.loader import main; sys.exit(main(sys.argv[1:]))"
-    cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", _options_arg(options)]
-    if merge:
-        cmd.append("--merge")
+    argv = _loader_argv(source, run, options, merge)
+    cmd = [sys.executable, "-c", boot, *argv]
     try:
         return subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -177,6 +176,101 @@ def _start_loader(source: Path, run: "Run", options: "LoadOptions", merge: bool 
         )
     except OSError:
         return None
+
+
+def _loader_argv(source: Path, run: "Run", options: "LoadOptions", merge: bool) -> list[str]:
+    return [str(source), "--run", run.name, "--options", _options_arg(options), *(["--merge"] if merge else [])]
+
+
+def _single_threaded() -> bool:
+    """Whether this process has one thread (native ones included), so a fork copies a consistent state."""
+    import threading
+
+    if threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+class Forked:
+    """A loader process forked from `trntui open` before Textual is imported (`prestart`): it starts decoding
+    at once, with trntui and numpy already imported (a fresh interpreter spends ~0.3 s of a core on that, on
+    the decode's critical path). What `_run_loader` and `_kill` use of `subprocess.Popen`."""
+
+    def __init__(self, pid: int, out_fd: int, err_fd: int) -> None:
+        self.pid = pid
+        self.stdout = open(out_fd, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by communicate / GC
+        self.stderr = open(err_fd, encoding="utf-8", errors="replace")  # noqa: SIM115
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:  # reaped by another thread (`_reap_later` and `_kill`)
+                self.returncode = self.returncode if self.returncode is not None else -signal.SIGKILL
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def communicate(self) -> tuple[str, str]:
+        out, err = self.stdout.read(), self.stderr.read()
+        self.wait()
+        self.stdout.close()
+        self.stderr.close()
+        return out, err
+
+
+def _fork_loader(argv: list[str]) -> Forked | None:
+    """Fork this (single-threaded) process into the loader process; None where that is not possible."""
+    if not hasattr(os, "fork") or not _single_threaded():
+        return None
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        return None
+    if pid == 0:  # the loader: its own session (killed as a group), stdout/stderr to the app, never back here
+        code = 1
+        try:
+            os.setsid()
+            os.close(out_r)
+            os.close(err_r)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - a failure here is the app's "load it yourself", never a traceback upstairs
+            code = 1
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    os.close(out_w)
+    os.close(err_w)
+    return Forked(pid, out_r, err_r)
 
 
 def _run_loader(
@@ -278,11 +372,11 @@ def prestart(path: Path, run_name: str | None, options: "LoadOptions | None", me
             return None  # an entry (maybe stale): the app decides
     except Exception:  # noqa: BLE001 - only a head start: the app finds and reports any problem itself
         return None
-    proc = _start_loader(path, run, resolved, merge)
+    proc = _fork_loader(_loader_argv(path, run, resolved, merge)) or _start_loader(path, run, resolved, merge)
     return Prestarted(run.name, proc) if proc is not None else None
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: "subprocess.Popen | Forked") -> None:
     """Stop the loader and its decoder child (its own process group)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
