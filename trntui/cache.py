@@ -31,6 +31,7 @@ where they are used: every `trntui` command imports this module, and most never 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import re
@@ -648,27 +649,38 @@ def load_derived(profile: Any, name: str) -> dict[str, np.ndarray] | None:
     except (OSError, Damaged):
         return None
     try:
+        import mmap
         import zipfile
 
+        # members located through the zip's directory, read straight from a map of the file (no per-member zip
+        # reads, no zip CRC on top of ours: the re-open of a big run reads these before its first frame)
         with os.fdopen(fd, "rb") as f, zipfile.ZipFile(f) as z:
-            arrays: dict[str, np.ndarray] = {}
-            for info in z.infolist():
-                if not info.filename.endswith(".npy") or info.file_size > st.st_size * 1100 + (1 << 20):
-                    raise Damaged("odd member")
-                with z.open(info) as m:
-                    version = np.lib.format.read_magic(m)
-                    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                    shape, fortran, dtype = reader(m, max_header_size=10_000)
-                    if dtype.hasobject or dtype.fields is not None or fortran:
-                        raise Damaged("odd array")
-                    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-                    need = count * dtype.itemsize
-                    if count < 0 or need != info.file_size - m.tell():
-                        raise Damaged("array header does not match its size")
-                    data = m.read(need)
-                    if len(data) != need:
-                        raise Damaged("short array")
-                    arrays[info.filename[:-4]] = np.frombuffer(data, dtype).reshape(shape).copy()
+            infos = z.infolist()
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if st.st_size else b""
+        arrays: dict[str, np.ndarray] = {}
+        for info in infos:
+            if (not info.filename.endswith(".npy") or info.compress_type != zipfile.ZIP_STORED
+                    or info.compress_size != info.file_size):
+                raise Damaged("odd member")
+            head = info.header_offset
+            local = mm[head : head + 30]
+            if len(local) != 30 or local[:4] != b"PK\x03\x04":
+                raise Damaged("odd member")
+            begin = head + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+            stop = begin + info.file_size
+            if stop > len(mm):
+                raise Damaged("member outside the file")
+            m = io.BytesIO(mm[begin : min(stop, begin + 10_240)])
+            version = np.lib.format.read_magic(m)
+            reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = reader(m, max_header_size=10_000)
+            if dtype.hasobject or dtype.fields is not None or fortran:
+                raise Damaged("odd array")
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            need = count * dtype.itemsize
+            if count < 0 or need != info.file_size - m.tell():
+                raise Damaged("array header does not match its size")
+            arrays[info.filename[:-4]] = np.frombuffer(mm, dtype, count, begin + m.tell()).reshape(shape).copy()
         crc = arrays.pop("__crc32__", None)
         if crc is None or crc.size != 1 or int(crc.reshape(-1)[0]) != _derived_crc(arrays):
             raise Damaged("checksum mismatch")
