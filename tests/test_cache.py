@@ -187,3 +187,31 @@ def test_neuron_run_is_cached_and_identical(tmp_path, monkeypatch, repo_dir) -> 
     parquet = next(p for p in run.inputs if p.suffix == ".parquet")
     os.utime(parquet, ns=(1, 1))
     assert session.cached(find_runs(tmp_path / "naive")[0]) is None  # a changed export file is a miss
+
+
+def test_derived_arrays_round_trip_and_damage_is_a_miss(tmp_path):
+    """Arrays kept beside an entry (the timeline's rows) read back equal; a flipped byte, a cut file or a
+    member that points outside the file is a miss and the file is removed (the rows are then rebuilt)."""
+
+    class Cached:
+        cache = {"cache_entry": tmp_path}
+
+    arrays = {"parent": np.arange(50_000, dtype=np.int64) - 1, "depth": (np.arange(50_000) % 5).astype(np.int8)}
+    path = tmp_path / "derived_rows.npz"
+    for damage in (None, "flip", "cut", "offset"):
+        cache.save_derived(Cached, "rows", arrays)
+        data = bytearray(path.read_bytes())
+        if damage == "flip":
+            data[len(data) // 2] ^= 0x40
+        elif damage == "cut":
+            data = data[: len(data) - 1000]
+        elif damage == "offset":  # the first central-directory record's local-header offset moved past the end
+            at = data.rindex(b"PK\x01\x02")
+            data[at + 42 : at + 46] = (len(data) + 10).to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+        got = cache.load_derived(Cached, "rows")
+        if damage is None:
+            assert got is not None and set(got) == set(arrays)
+            assert all(np.array_equal(got[k], arrays[k]) and got[k].dtype == arrays[k].dtype for k in arrays)
+        else:
+            assert got is None and not path.exists(), damage
