@@ -1,0 +1,5 @@
+"""`python -m trntui`: the `trntui` program (trntui/cli.py `entry`)."""
+
+from trntui.cli import entry
+
+entry()
