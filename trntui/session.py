@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trntui import cache as profile_cache
 from trntui.errors import LoadError
 from trntui.formats import find_runs, finish, inputs_of, read_run, reporting
 from trntui.loaders.discover import Run
@@ -47,6 +46,8 @@ def load_run(
         inputs = inputs_of(run) if options.cache else None
         use_cache = options.cache and options.cache_dir is not None
         if use_cache:
+            from trntui import cache as profile_cache  # here: a load without the cache never imports it (~17 ms)
+
             hit = _read_cache(run, options, inputs)
             if hit is not None:
                 return hit
@@ -80,6 +81,8 @@ def cached(run: Run, options: LoadOptions | None = None) -> Profile | None:
 
 
 def _read_cache(run: Run, options: LoadOptions, inputs: list[Path] | None) -> Profile | None:
+    from trntui import cache as profile_cache
+
     if not inputs or options.cache_dir is None or not profile_cache.cacheable(inputs, options.cache_min_bytes):
         return None
     entry = profile_cache.load(inputs, options.cache_dir)
