@@ -22,7 +22,7 @@ import numpy as np
 from trntui.analysis.demangle import demangle
 from trntui.analysis.links import Links, build_links, thread_codes
 from trntui.model import categories as C
-from trntui.model.arrays import distinct
+from trntui.model.arrays import distinct, small_uint
 from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
 from trntui.model.profile import NO_ID, EventKind, Profile, chain_lengths
 
@@ -583,7 +583,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
             depth = chain_lengths(parent_slot)
             del slot, parent_slot
             top_depth = int(depth.max())
-            deepest_first = (top_depth - depth).astype(_small_uint(top_depth))  # a stable argsort: radix sort
+            deepest_first = (top_depth - depth).astype(small_uint(top_depth))  # a stable argsort: radix sort
             level_order = np.argsort(deepest_first, kind="stable")
             by_level = active[level_order]
             cuts = np.flatnonzero(np.diff(depth[level_order])) + 1
@@ -690,11 +690,6 @@ def _with_ancestors(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
     return np.flatnonzero(marked)
 
 
-def _small_uint(top: int) -> Any:
-    """The smallest unsigned dtype holding 0..top (a stable argsort of such values is numpy's radix sort)."""
-    return np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64
-
-
 def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     """torch's containment stack, vectorised: for events sorted by (thread, start, -end), the position of the
     parent of each one (-1 at a root).
@@ -705,31 +700,47 @@ def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray
     from the previous event, follow current estimates (every event jumped over ends too early for us too).
     """
     m = len(s)
-    cand = np.arange(-1, m - 1, dtype=np.int64)
-    if m:
-        cand[1:][keys[1:] != keys[:-1]] = -1
+    cand = np.full(m, -1, np.int64)
+    if m < 2:
+        return cand
+    firsts = np.flatnonzero(keys[1:] != keys[:-1]) + 1  # each thread's first event (but the first thread's)
     thr = e + (e == s)  # a zero-length event needs a parent that ends strictly after it
-    if m > 1:
-        # roots at once: no earlier event of the thread ends late enough (the running max end, per thread)
+    # roots at once: no earlier event of the thread ends late enough (the running max end, per thread)
+    if len(firsts) <= 256:
+        run = np.empty_like(e)
+        for a, b in zip([0, *firsts.tolist()], [*firsts.tolist(), m]):
+            np.maximum.accumulate(e[a:b], out=run[a:b])
+        late = run[:-1] >= thr[1:]
+        del run
+    else:  # many threads: one running max of (thread, end) packed in an int64, where that fits
         lo = int(e.min())
         span = int(e.max()) - lo + 1
-        threads = np.cumsum(cand < 0)
-        if span * (int(threads[-1]) + 2) < 1 << 62:
+        if span * (len(firsts) + 2) < 1 << 62:
+            threads = np.zeros(m, np.int64)
+            threads[firsts] = 1
+            np.cumsum(threads, out=threads)
             run = np.maximum.accumulate(threads * span + (e - lo))
-            before = run[:-1] - threads[1:] * span + lo  # max end of the earlier events of the thread
-            del run
-            cand[1:][before < thr[1:]] = -1
-            del before
-        del threads
-    act = np.nonzero(cand >= 0)[0]
+            late = run[:-1] - threads[1:] * span + lo >= thr[1:]
+            del run, threads
+        else:
+            late = np.ones(m - 1, bool)
+    late[firsts - 1] = False  # (a thread's first event is a root)
+    act = np.flatnonzero(late) + 1  # the events that may have a parent, each with its current estimate `c`
+    del late
+    c = act - 1
+    cand[act] = c
+    t_act = thr[act]
+    del thr
     while len(act):
-        c = cand[act]
-        act = act[e[c] < thr[act]]
+        ok = e[c] < t_act  # the estimate ends too early: jump to its own estimate
+        act, c, t_act = act[ok], c[ok], t_act[ok]
         if not len(act):
             break
-        nxt = cand[cand[act]]
-        cand[act] = nxt
-        act = act[nxt >= 0]
+        c = cand[c]
+        cand[act] = c
+        live = c >= 0
+        if not live.all():
+            act, c, t_act = act[live], c[live], t_act[live]
     return cand
 
 
@@ -880,7 +891,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     )
     del mem_cpu, mem_self_cpu, mem_dev, mem_self_dev
     count = np.bincount(g, minlength=ng).astype(np.int64)
-    members = np.argsort(g.astype(_small_uint(ng)), kind="stable")
+    members = np.argsort(g.astype(small_uint(ng)), kind="stable")
     bounds = np.cumsum(count)[:-1] if ng else []
     rows_events = np.split(evs[glob][members], bounds) if ng else []
     first_ev = evs[firsts]

@@ -175,8 +175,15 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
         qs = start[queries[qsel]]
         qe = end[queries[qsel]]
         qi = queries[qsel]
-        # walk back from the last candidate starting at or before the query, at most 512 candidates
+        # walk back from the last candidate starting at or before the query, at most 512 candidates; queries that
+        # no candidate up to there contains (the running max of their ends falls short) are not walked: they
+        # would miss all 512 steps (e.g. cudaDeviceSynchronize outside any op)
         k = np.searchsorted(gs, qs, side="right") - 1
+        reach = np.maximum.accumulate(ge)
+        walk = np.flatnonzero((k >= 0) & (reach[np.maximum(k, 0)] >= qe))
+        if not len(walk):
+            continue
+        qs, qe, qi, k, qsel = qs[walk], qe[walk], qi[walk], k[walk], qsel[walk]
         pos = walk_back(k, lambda a, c: (ge[c] >= qe[a]) & (gs[c] <= qs[a]) & (group[c] != qi[a]), 512)
         hit = pos >= 0
         out[qsel[hit]] = group[pos[hit]]

@@ -56,6 +56,11 @@ def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, np.searchsorted(u, values)
 
 
+def small_uint(top: int) -> type:
+    """The smallest unsigned dtype holding 0..top (a stable argsort of such values is numpy's radix sort)."""
+    return np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64
+
+
 def small_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`dense_codes` with the codes as uint8/uint16 when they fit (a stable argsort of them is a radix sort),
     else intp."""

@@ -9,6 +9,7 @@ from trntui.loaders.kineto.schema import PH
 from trntui.model import categories as C
 from trntui.model.builder import ProfileBuilder
 from trntui.model.intervals import walk_back
+from trntui.model.arrays import small_codes, small_uint
 from trntui.model.profile import EventKind, Flows
 
 
@@ -52,12 +53,16 @@ def add_flows(
         np.cumsum(np.bincount(code, minlength=len(threads)), out=bounds[1:])
         f_key = _thread_key(fpid, ftid)
         at = np.minimum(np.searchsorted(threads, f_key), len(threads) - 1)
-        f_code = np.where(threads[at] == f_key, at, -1)
-        for t in np.flatnonzero(np.bincount(f_code + 1, minlength=len(threads) + 1)[1:]).tolist():
+        f_code = np.where(threads[at] == f_key, at + 1, 0)  # 0: a thread without slices
+        f_count = np.bincount(f_code, minlength=len(threads) + 1)
+        f_bounds = np.zeros(len(threads) + 2, np.int64)
+        np.cumsum(f_count, out=f_bounds[1:])
+        f_order = np.argsort(f_code.astype(small_uint(len(threads))), kind="stable")  # by thread (radix)
+        for t in np.flatnonzero(f_count[1:]).tolist():
             o = order[bounds[t] : bounds[t + 1]]
             s = start[o]
             e = end[o]
-            fi = np.flatnonzero(f_code == t)
+            fi = f_order[f_bounds[t + 1] : f_bounds[t + 2]]  # the thread's halves, ascending
             q = fts[fi]
             # the innermost slice with start <= ts < end (or starting exactly at ts): walk back from the
             # last slice starting at or before ts, at most 256 slices
@@ -82,11 +87,19 @@ def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
 
 
 def _count_one_sided(fcat: np.ndarray, keys: np.ndarray, role: np.ndarray) -> int:
-    """Number of (cat, key) flows whose bound halves all have the same role."""
+    """Number of (cat, key) flows whose bound halves all have the same role (Kineto halves: START or FINISH)."""
     if not len(fcat):
         return 0
     span = int(keys.max()) - int(keys.min()) + 1
-    if span < (1 << 62) // max(int(fcat.max()) + 1, 1) // 2:  # (cat, key, role) packed in one int64: one sort
+    cat_ids, cat_code = small_codes(fcat)
+    if span * len(cat_ids) <= 32 * len(fcat) + (1 << 22):  # (cat, key) in a small range: a flag byte per pair
+        pair = cat_code.astype(np.int64) * span + (keys - keys.min())
+        roles = np.zeros(span * len(cat_ids), np.uint8)
+        roles[pair[role == Flows.START]] = 1
+        roles[pair[role != Flows.START]] |= 2
+        return int(np.count_nonzero((roles == 1) | (roles == 2)))
+    cats = max(int(fcat.max()) + 1, 1)
+    if span < (1 << 62) // cats // 2:  # (cat, key, role) packed in one int64: one sort
         packed = np.sort((fcat.astype(np.int64) * span + (keys - keys.min())) * 2 + role)
         pair = packed >> 1
         new_pair = np.ones(len(packed), bool)
