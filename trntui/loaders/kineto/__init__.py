@@ -10,7 +10,7 @@ One module per job:
 
 - `schema`: the event structs and their msgspec decoders.
 - `chunks`: chunk scanning of a valid trace (head + event array + tail, the array decoded chunk by chunk).
-- `parallel` / `wire`: the two-process decode of big event arrays and the msgpack format its child writes.
+- `parallel` / `wire`: the two-process decode of big event arrays and the frames its child writes (read in place).
 - `streaming`: memory-mapped input, args spilled to disk, the memory-budget projection (trntui/memory.py).
 - `columns`: decoded events → per-chunk numpy columns (`Part`), ids, link columns, µs → ns.
 - `merge`: parts → builder batches (metadata, intervals, B/E pairs, lanes); `flows`: flow binding;

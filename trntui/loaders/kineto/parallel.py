@@ -16,7 +16,7 @@ import numpy as np
 
 from trntui.loaders.kineto.chunks import BOUNDARY, PIECES
 from trntui.loaders.kineto.columns import Part, parse_links, part_of
-from trntui.loaders.kineto.wire import pack_part, unpack_part
+from trntui.loaders.kineto.wire import frames, pack_part
 from trntui.progress import report, silence
 
 if TYPE_CHECKING:
@@ -144,12 +144,26 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
     return done
 
 
+def _write_all(fd: int, buffers: list[Any]) -> None:
+    """Write every buffer, in order (a vectored write, continued after a partial one)."""
+    views = [memoryview(b).cast("B") for b in buffers if len(b)]
+    while views:
+        written = os.writev(fd, views[:512])
+        while written:
+            if written >= len(views[0]):
+                written -= len(views.pop(0))
+            else:
+                views[0] = views[0][written:]
+                written = 0
+
+
 def decode_parallel(
     inner: memoryview, offset: int, total: int, stream: Stream | None = None, base: int = 0
 ) -> list[Part] | None:
     """Decode the event array in ~4 MB pieces with two processes: this one takes pieces from the front, a
     forked child from the back, until they meet (so both finish together whatever the content). The child's
-    columns come back as msgpack in a temporary file. None when a piece is not valid or the child fails."""
+    columns come back as frames in a temporary file, read in place (wire.py). None when a piece is not valid or
+    the child fails."""
     pieces = _cut_points(inner, _PAR_CHUNK)
     if len(pieces) < 2:
         return None
@@ -167,12 +181,8 @@ def decode_parallel(
             try:
                 silence()  # progress is drawn by the parent
 
-                def write_frame(k: int, part: Part) -> None:  # length + msgpack [index, columns]
-                    frame = msgspec.msgpack.encode([k, pack_part(part)])
-                    payload = memoryview(len(frame).to_bytes(8, "little") + frame)
-                    del frame
-                    while payload:
-                        payload = payload[os.write(fd, payload) :]
+                def write_frame(k: int, part: Part) -> None:  # header + aligned array bytes (wire.py)
+                    _write_all(fd, pack_part(k, part))
 
                 if _decode_pieces(inner, pieces, claims, True, sink=write_frame, stream=stream, offset=offset,
                                   base=base, parent=parent) is not None:
@@ -195,13 +205,11 @@ def decode_parallel(
             return None
         size = os.fstat(fd).st_size  # 0 when this process took every piece before the child took one
         theirs: dict[int, Part] = {}
-        try:  # frame by frame: only one piece's packed bytes at a time in this process
-            pos = 0
-            while pos < size:
-                length = int.from_bytes(os.pread(fd, 8, pos), "little")
-                k, packed = msgspec.msgpack.decode(os.pread(fd, length, pos + 8))
-                theirs[k] = unpack_part(packed, None if stream is None else stream.spill)
-                pos += 8 + length
+        try:  # the child's arrays are read in place: views of the mapped file (it stays mapped while they live)
+            if size:
+                mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+                theirs = frames(mapped, size, None if stream is None else stream.spill)
+                del mapped
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, IndexError, OSError):
             return None
     both = {**mine, **theirs}
