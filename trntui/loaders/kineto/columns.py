@@ -302,12 +302,27 @@ def _f_cols(flows: list[Ev], fph: np.ndarray, base: int) -> FCols:
     return f
 
 
+_PH_BYTE = np.zeros(256, np.int8)
+for _k, _v in PH.items():
+    _PH_BYTE[ord(_k)] = _v
+
+
+def _phases(events: list[Ev]) -> np.ndarray:
+    """Phase codes (`PH`): the one-letter phases joined into one string and looked up per byte (a third of the
+    cost of a dict lookup per event); any other phase (empty, longer, not ASCII) takes the dict per event."""
+    n = len(events)
+    letters = "".join(map(_PH, events))
+    if len(letters) == n and letters.isascii():
+        return _PH_BYTE[np.frombuffer(letters.encode("ascii"), np.uint8)]
+    return np.fromiter(map(PH.__getitem__, map(_PH, events)), np.int8, count=n)
+
+
 def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
     """One piece's columns, times on the ns clock of `base` (`clock_base`). Link ids are parsed when `links`
     (the trace is known to have rows that link) or when the piece itself has such rows (`Part.linking`);
     otherwise they stay in the args (`NOT_PARSED`)."""
     n = len(events)
-    ph = np.fromiter(map(PH.__getitem__, map(_PH, events)), np.int8, count=n)
+    ph = _phases(events)
     p = Part()
     p.n = n
     is_m = ph == PH["M"]

@@ -8,8 +8,8 @@ from trntui.loaders.kineto.columns import FCols, IdMap, merge_ids, merge_strings
 from trntui.loaders.kineto.schema import PH
 from trntui.model import categories as C
 from trntui.model.builder import ProfileBuilder
+from trntui.model.arrays import small_uint
 from trntui.model.intervals import walk_back
-from trntui.model.arrays import small_codes, small_uint
 from trntui.model.profile import EventKind, Flows
 
 
@@ -87,19 +87,11 @@ def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
 
 
 def _count_one_sided(fcat: np.ndarray, keys: np.ndarray, role: np.ndarray) -> int:
-    """Number of (cat, key) flows whose bound halves all have the same role (Kineto halves: START or FINISH)."""
+    """Number of (cat, key) flows whose bound halves all have the same role."""
     if not len(fcat):
         return 0
     span = int(keys.max()) - int(keys.min()) + 1
-    cat_ids, cat_code = small_codes(fcat)
-    if span * len(cat_ids) <= 32 * len(fcat) + (1 << 22):  # (cat, key) in a small range: a flag byte per pair
-        pair = cat_code.astype(np.int64) * span + (keys - keys.min())
-        roles = np.zeros(span * len(cat_ids), np.uint8)
-        roles[pair[role == Flows.START]] = 1
-        roles[pair[role != Flows.START]] |= 2
-        return int(np.count_nonzero((roles == 1) | (roles == 2)))
-    cats = max(int(fcat.max()) + 1, 1)
-    if span < (1 << 62) // cats // 2:  # (cat, key, role) packed in one int64: one sort
+    if span < (1 << 62) // max(int(fcat.max()) + 1, 1) // 2:  # (cat, key, role) packed in one int64: one sort
         packed = np.sort((fcat.astype(np.int64) * span + (keys - keys.min())) * 2 + role)
         pair = packed >> 1
         new_pair = np.ones(len(packed), bool)
