@@ -196,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:  # a measured process: nothing imported before the marks
 
         which, trace = args.child
-        print(json.dumps(_floor_phases(trace) if which == "floor" else _trntui_phases(trace)))
+        print(json.dumps(_floor_phases(trace) if which == "floor" else _trntui_phases(trace)), flush=True)
+        if which == "trntui":  # ends as the `trntui` program does (trntui/cli.py `entry`): no interpreter teardown
+            os._exit(0)
         return 0
     import floor_ratio
     import make_inputs
