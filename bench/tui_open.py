@@ -41,8 +41,33 @@ def child(path: str, size: str) -> None:
     """In a fresh process: run the app headless, print when the loaded profile was painted (seconds after this
     process started) and how long the worker's load took."""
     started = time.perf_counter() - _process_age()
+    from trntui import cache
+    from trntui.tui import loader
     from trntui.tui.loader import prestart
 
+    marks: dict[str, float] = {}
+
+    def at(name: str) -> None:
+        marks.setdefault(name, round(time.perf_counter() - started, 3))
+
+    real_run, real_read, real_records = loader._run_loader, cache.read_written, cache.load_records
+
+    def run_loader(source, run, options, progress, *a, **k):  # noqa: ANN001 - marks the loader's stages as they arrive
+        def stage(name: str, done: int, total: int) -> None:
+            at(f"loader: {name.split(' ')[0]}")
+            if progress is not None:
+                progress(name, done, total)
+        return real_run(source, run, options, stage, *a, **k)
+
+    def read_written(d):  # noqa: ANN001
+        at("profile written")
+        return real_read(d)
+
+    def load_records(*a):  # noqa: ANN002
+        at("entry written")
+        return real_records(*a)
+
+    loader._run_loader, cache.read_written, cache.load_records = run_loader, read_written, load_records
     prestarted = prestart(Path(path), None, None)  # as `trntui open` does before it imports Textual
     from trntui.tui.app import TrntuiApp
     from trntui.tui.messages import ProfileLoaded
@@ -63,7 +88,7 @@ def child(path: str, size: str) -> None:
                 await pilot.pause(0.01)
             assert app.profile is not None, app.load_error
             return {"painted": app.painted, "load": app.load_seconds, "load_cpu": app.load_cpu_seconds,
-                    "events": len(app.profile)}
+                    "events": len(app.profile), "marks": marks}
 
     result = asyncio.run(go())
     while True:  # reap the loader (if the app has not yet), so its CPU counts in this process tree's
@@ -130,7 +155,7 @@ def load_average() -> str:
 def main(args: argparse.Namespace) -> int:
     lines = [f"load average at start: {load_average()}"]
     if args.trace.exists():
-        opens, sums, open_cpu, sum_cpu, loads = [], [], [], [], []
+        opens, sums, open_cpu, sum_cpu, loads, marks = [], [], [], [], [], []
         for k in range(args.repeat):  # interleaved, the order swapped every round
             loads.append(load_average())
             for which in (("open", "summary") if k % 2 == 0 else ("summary", "open")):
@@ -139,6 +164,7 @@ def main(args: argparse.Namespace) -> int:
                     r = open_once(args.trace, args.size)
                     opens.append(r["painted"])
                     open_cpu.append(r["cpu"])
+                    marks.append({**r.get("marks", {}), "painted": r["painted"]})
                 else:
                     wall, cpu = summary_once(args.trace)
                     sums.append(wall)
@@ -150,6 +176,11 @@ def main(args: argparse.Namespace) -> int:
                      + " s (CPU of the process tree " + ", ".join(f"{x:.2f}" for x in open_cpu) + " s)")
         lines.append(f"summary --no-cache {args.trace.name}: " + ", ".join(f"{x:.2f}" for x in sums)
                      + " s (CPU " + ", ".join(f"{x:.2f}" for x in sum_cpu) + " s)")
+        names = [n for n in ("loader: decoding", "loader: merging", "loader: writing", "profile written", "entry written", "painted")
+                 if all(n in m for m in marks)]
+        lines.append("open's marks (s after its start; median, min-max): " + "; ".join(
+            f"{n} {statistics.median(m[n] for m in marks):.2f} ({min(m[n] for m in marks):.2f}-{max(m[n] for m in marks):.2f})"
+            for n in names))
         lines.append(f"ratio open/summary: median {med:.2f}x, median of per-round ratios {per_round:.2f}x, best {best:.2f}x"
                      f" (target <= 1.15x); load average at each round: {' '.join(loads)}")
     else:
