@@ -387,9 +387,9 @@ def _scan_links(store: ArgsStore) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     size = len(arr)
     if size <= 13:
         return None
-    quotes = np.flatnonzero(arr[: size - 13] == _QUOTE)
+    quotes = np.flatnonzero((arr[: size - 13] == _QUOTE) & (arr[12 : size - 1] == _QUOTE))  # "..........."
     first = arr[quotes + 1]
-    quotes = quotes[((first == 69) | (first == 101) | (first == 99)) & (arr[quotes + 12] == _QUOTE)]  # "E/e/c...."
+    quotes = quotes[(first == 69) | (first == 101) | (first == 99)]  # "E/e/c"
     words = np.ndarray((size - 7,), "<u8", blob, 0, (1,))
     head, tail = words[quotes], words[quotes + 5]
     out = []
@@ -424,12 +424,9 @@ def _nondigits(x: np.ndarray) -> np.ndarray:
 
 
 def _first_set_byte(m: np.ndarray) -> np.ndarray:
-    """Index (0-7) of the lowest byte with its high bit set in `m` (8 where none is)."""
-    lowest = m & (~m + _U(1))
-    k = np.full(len(m), 8, np.int64)
-    has = lowest != 0
-    k[has] = (np.log2(lowest[has].astype(np.float64)).astype(np.int64) - 7) // 8
-    return k
+    """Index (0-7) of the lowest byte with its high bit set in `m` (8 where none is): its trailing zero bits
+    (the bits below the lowest set one, counted) over 8; none set gives 64 bits, so 8."""
+    return (np.bitwise_count((m & (~m + _U(1))) - _U(1)) >> 3).astype(np.int64)
 
 
 def _eight_digits(x: np.ndarray, count: np.ndarray) -> np.ndarray:
