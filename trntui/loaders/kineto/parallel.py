@@ -144,6 +144,20 @@ def _decode_pieces(inner: memoryview, pieces: list[tuple[int, int]], claims: Cla
     return done
 
 
+_EXITING: list[int] = []
+"""Forked decoders that reported their result and are exiting; reaped by `reap_decoders`."""
+
+
+def reap_decoders() -> None:
+    """Wait for the forked decoders that reported their result (by the end of a load they are gone: no wait)."""
+    while _EXITING:
+        try:
+            os.waitpid(_EXITING[-1], 0)
+        except ChildProcessError:
+            pass
+        _EXITING.pop()
+
+
 def _write_all(fd: int, buffers: list[Any]) -> None:
     """Write every buffer, in order (a vectored write, continued after a partial one)."""
     views = [memoryview(b).cast("B") for b in buffers if len(b)]
@@ -171,7 +185,9 @@ def decode_parallel(
         out = tempfile.TemporaryFile(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     except OSError:
         return None
+    reap_decoders()
     claims = Claims(len(pieces))
+    verdict_r, verdict_w = os.pipe()  # the child's result, written just before it exits
     with out:
         fd = out.fileno()
         parent = os.getpid()
@@ -179,6 +195,7 @@ def decode_parallel(
         if pid == 0:  # child: never returns into the caller's code
             code = 1
             try:
+                os.close(verdict_r)
                 silence()  # progress is drawn by the parent
 
                 def write_frame(k: int, part: Part) -> None:  # header + aligned array bytes (wire.py)
@@ -188,7 +205,11 @@ def decode_parallel(
                                   base=base, parent=parent) is not None:
                     code = 0
             finally:
-                os._exit(code)
+                try:
+                    os.write(verdict_w, bytes([code]))
+                finally:
+                    os._exit(code)
+        os.close(verdict_w)
         done = False
         mine: dict[int, Part] | None = None
         try:
@@ -197,7 +218,15 @@ def decode_parallel(
         finally:
             if not done or mine is None:
                 claims.fail()
-            _, status = os.waitpid(pid, 0)
+            try:
+                verdict = os.read(verdict_r, 1)  # empty when the child died without one
+            finally:
+                os.close(verdict_r)
+            if done and verdict == b"\x00":  # every frame written: its exit (tearing down its memory, ~50 ms on
+                _EXITING.append(pid)  # the 2M trace) is not waited for here (`reap_decoders`)
+                status = 0
+            else:
+                _, status = os.waitpid(pid, 0)
             claims.close()
         if stream is not None and claims.view[2] == Claims.OVER_BUDGET:  # the child's projection said so
             raise stream.over(int(claims.view[5]), int(claims.view[6]))
