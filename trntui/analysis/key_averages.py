@@ -528,7 +528,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     while m and deleted[top].any():
         top = top[top]
     has_kern = kern_ev is not None
-    if has_kern:
+    if has_kern:  # (gathers: new arrays, changed in place below)
         kern_pos = kern_ev[order]
         kern_us_pos = kern_us_ev[order]
         has_kern_pos = has_kern_ev[order]
@@ -537,8 +537,6 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         # (the parent takes the deleted child's kernels) would drop the op's time when its dispatch row carries
         # the op's name; the merged nodes are one call, so their times add up
         dpos = np.nonzero(deleted)[0]
-        kern_pos = kern_pos.copy()
-        has_kern_pos = has_kern_pos.copy()
         np.add.at(kern_pos, top[dpos], np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
         kern_us_pos = kern_pos / 1000.0
         has_kern_pos[top[dpos[has_kern_pos[dpos]]]] = True
@@ -548,8 +546,6 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         np.maximum.at(deepest, top[dpos], dpos)
         tops = np.nonzero(deepest >= 0)[0]
         d = deepest[tops]
-        kern_pos = kern_pos.copy()
-        has_kern_pos = has_kern_pos.copy()
         kern_pos[tops] = np.where(has_kern_pos[d], kern_pos[d], 0)
         kern_us_pos[tops] = np.where(has_kern_pos[d], kern_us_pos[d], 0.0)
         has_kern_pos[tops] = has_kern_pos[d]
