@@ -318,3 +318,54 @@ def test_a_rank_cut_while_writing_is_not_refused_for_its_gzip_trailer(corpus_dir
         assert json_size(path) == len(data) * GZIP_GUESS_RATIO
         profile = load_run(find_runs(path)[0], LoadOptions(memory_budget=64 << 20, cache=False))
         assert len(profile) > 0 and any("truncated" in n for n in profile.meta.notes)
+
+
+_SCRIPT = """\
+import sys
+from trntui.engine import EngineOptions, map_tasks
+from trntui.per_rank import summarize_ranks
+from trntui.session import find_runs
+
+def compare(engine):
+    report = summarize_ranks(find_runs(sys.argv[1]), engine=engine)
+    print("compared", len(report.rows))
+
+{body}
+"""
+
+
+def test_a_script_without_a_main_guard_is_told_why_not_out_of_memory(corpus_dir: Path, tmp_path: Path) -> None:
+    """Worker processes (forkserver, a LocalCluster's nannies) import the main script again: one that starts them
+    from its top level would run again in each worker, and the workers die. The error names the script and the
+    missing `if __name__ == "__main__":` guard (it said "a worker process died ... (out of memory?"), before any
+    worker starts; the same script with a guard runs (here a variant: inside `try`, with `and`; `python -m
+    trntui.cli` runs the plain one in the Dask test above), and jobs=1 needs no guard."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.rank_job import REPO
+
+    make_job(corpus_dir, tmp_path / "job", ranks=2, slow_rank=1)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+    def script(name: str, body: str) -> tuple[int, str, str]:
+        path = tmp_path / f"{name}.py"
+        path.write_text(_SCRIPT.format(body=body))
+        proc = subprocess.run([sys.executable, str(path), str(tmp_path / "job")], capture_output=True, text=True,
+                              env=env, timeout=300, cwd=tmp_path)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    for name, body in (("top_level", "compare(EngineOptions(jobs=2))"),
+                       ("in_a_function", "def main():\n    compare(EngineOptions(jobs=2))\n\nmain()"),
+                       ("dask", "compare(EngineOptions('dask', jobs=2))")):
+        rc, out, err = script(name, body)
+        assert rc != 0 and "compared" not in out, (name, out, err)
+        last = err.strip().splitlines()[-1]
+        assert f'{tmp_path / name}.py starts worker processes from its top level, not under `if __name__ == "__main__":`' in last, (name, err)
+        assert "out of memory" not in err and "Nanny failed" not in err and "bootstrapping phase" not in err, (name, err)
+    rc, out, err = script("guarded", "try:\n    if __name__ == '__main__' and len(sys.argv) > 1:\n"
+                                     "        compare(EngineOptions(jobs=2))\nexcept KeyboardInterrupt:\n    pass")
+    assert rc == 0 and out == "compared 2\n", err
+    rc, out, err = script("one_job", "compare(EngineOptions(jobs=1))")
+    assert rc == 0 and out == "compared 2\n", err

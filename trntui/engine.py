@@ -117,6 +117,9 @@ def map_tasks(
 
 def _run(fn: Callable, items: list, options: EngineOptions, cancelled: Callable[[], bool] | None,
          preload: Sequence[str]) -> Iterator[tuple[int, Any]]:
+    if (options.engine == "local" and options.local_workers(len(items)) > 1) or (
+            options.engine == "dask" and not options.scheduler):
+        _refuse_unguarded_main()
     if options.engine == "dask":
         yield from _run_dask(fn, items, options, cancelled)
         return
@@ -128,6 +131,63 @@ def _run(fn: Callable, items: list, options: EngineOptions, cancelled: Callable[
             yield k, fn(item)
         return
     yield from _run_pool(fn, items, workers, cancelled, preload)
+
+
+def _refuse_unguarded_main() -> None:
+    """Worker processes started here (forkserver/spawn, a LocalCluster's nannies) import the main script again
+    (as `__mp_main__`). A script that starts the work from its top level, not under `if __name__ ==
+    "__main__":`, would run again in every worker and start workers of its own: multiprocessing kills those, and
+    all the parent sees is a dead worker. Say so before any worker starts."""
+    script = unguarded_main_script()
+    if script is not None:
+        raise TrntuiError(
+            f"{script} starts worker processes from its top level, not under `if __name__ == \"__main__\":`; "
+            "each worker imports the main script again and would run that code again (multiprocessing stops "
+            "it). Put the call under that guard, or use jobs=1 (work in this process)"
+        )
+
+
+def unguarded_main_script() -> str | None:
+    """The main script, when the code calling this runs from its top level outside an `if __name__ ==
+    "__main__":` block (and a spawned or forkserver worker would run that code again); else None."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        return None
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    if spec_name is not None and (spec_name == "__main__" or spec_name.endswith(".__main__")):
+        return None  # `python -m pkg`: workers do not run pkg/__main__.py again
+    path = getattr(main, "__file__", None)
+    if not path:
+        return None  # interactive, `python -c`: nothing is imported again
+    frame = sys._getframe(1)
+    top = vars(main)
+    while frame is not None and not (frame.f_globals is top and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return None  # not called from the main script's top level (a function, a thread, the app)
+    import ast
+    import linecache
+
+    source = linecache.getlines(frame.f_code.co_filename)
+    try:
+        tree = ast.parse("".join(source))
+    except (SyntaxError, ValueError):
+        return None
+    if not source:
+        return None  # no source to read (a .pyc, a zip): no guess
+    line = frame.f_lineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _tests_name(node.test) and node.body and \
+                node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+            return None
+    return str(path)
+
+
+def _tests_name(test: Any) -> bool:
+    """Whether an `if` test reads `__name__` (`__name__ == "__main__"`, and variants: `and`, reversed, ...)."""
+    import ast
+
+    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(test))
 
 
 @contextlib.contextmanager
