@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -216,8 +217,15 @@ def test_two_process_streamed_projection_refuses(corpus_dir, small_stream, monke
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)
     plain = tmp_path / "cuda_ns_resolution_68k.json"  # plain: a gzip file would be refused while inflating
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
-    with pytest.raises(OverBudget, match=r"even streamed, this trace \(about 0\.\dM events\)"):
-        _load(plain, 30 << 20)
+    with pytest.raises(OverBudget, match=r"even streamed, this trace \(about [1-9]\d?,\d{3} events\)") as refused:
+        _load(plain, 30 << 20)  # a count in events, not "about 0.1M events"
+    projected = int(re.search(r"about ([\d,]+) events", str(refused.value)).group(1).replace(",", ""))
+    assert 3_000 < projected < 300_000  # projected from part of a ~68k-event trace
+
+
+def test_event_counts_in_messages_have_a_sensible_unit() -> None:
+    assert [memory.events_text(n) for n in (0, 1, 950, 68_123, 999_999, 1_000_000, 2_430_000)] == [
+        "0 events", "1 event", "950 events", "68,123 events", "999,999 events", "1.0M events", "2.4M events"]
 
 
 def test_a_marginal_early_projection_does_not_refuse(corpus_dir, small_stream, monkeypatch) -> None:

@@ -147,6 +147,14 @@ def fmt(n: int) -> str:
     return format_bytes(n)
 
 
+def events_text(n: int) -> str:
+    """An event count for messages: `68,123 events` below a million, `2.4M events` above (never `0.0M`)."""
+    n = int(n)
+    if n < 1_000_000:
+        return f"{n:,} event{'s' if n != 1 else ''}"
+    return f"{n / 1e6:,.1f}M events"
+
+
 def over_budget(path: Path, needed: int, budget: int, how: str) -> TrntuiError:
     from trntui.errors import OverBudget
 

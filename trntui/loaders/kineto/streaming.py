@@ -104,13 +104,13 @@ class _SpillGuard:
         self.written += len(chunk)
         check_ratio(self.path, self.written, consumed)
         if self.budget is not None:
-            from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES, over_budget
+            from trntui.memory import STREAMED_BYTES_PER_EVENT, STREAMED_FIXED_BYTES, events_text, over_budget
 
             self.events += chunk.count(b'"ph"')
             needed = STREAMED_FIXED_BYTES + self.events * STREAMED_BYTES_PER_EVENT
             if needed > self.budget:
                 raise over_budget(self.path, needed, self.budget,
-                                  f"even streamed, this trace (at least {self.events / 1e6:,.1f}M events)")
+                                  f"even streamed, this trace (at least {events_text(self.events)})")
         if self.written >= self.next_disk_check:
             self._check_disk(len(chunk))
             self.next_disk_check = self.written + (64 << 20)
@@ -301,6 +301,6 @@ class Stream:
         self._check(events, len(self.data), final=True)
 
     def over(self, needed: int, events: int) -> LoadError:
-        from trntui.memory import over_budget
+        from trntui.memory import events_text, over_budget
 
-        return over_budget(self.path, needed, self.budget, f"even streamed, this trace (about {events / 1e6:,.1f}M events)")
+        return over_budget(self.path, needed, self.budget, f"even streamed, this trace (about {events_text(events)})")
