@@ -202,9 +202,53 @@ def test_info_reports_missing_neffs_and_the_sample_is_synthetic(tmp_path: Path, 
 
 
 def test_empty_pid_dir_is_reported_not_fatal(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Beside a session with a trace, an empty session directory is listed (not fatal); alone it is all there
+    is, and info says so in one line (next test)."""
     (tmp_path / f"{INST}_pid_9").mkdir()
+    _touch(tmp_path / f"{INST}_pid_10" / "trace.json", b'{"traceEvents": []}')
     assert main(["info", str(tmp_path)]) == 0
     assert "empty directory" in capsys.readouterr().out
+
+
+def _nothing_readable(root: Path) -> dict[str, tuple[Path, str]]:
+    """Directories with nothing trntui can read, in every layout info tells apart: (directory, what the error says)."""
+    cases = {}
+
+    def case(name: str, says: str) -> Path:
+        d = root / name
+        d.mkdir()
+        cases[name] = (d, says)
+        return d
+
+    case("empty", "no trace files found")
+    _touch(case("unrelated_files", "no trace files found") / "notes.txt", b"hello")
+    (case("empty_session_dir", "1 Neuron session without a readable trace, export or raw system/device file (") /
+     f"{INST}_pid_9").mkdir()
+    d = case("export_that_does_not_open", "explorer_parquet: unreadable: ")
+    _touch(d / "explorer_parquet" / "SystemProfileEvents.parquet", b"PAR1 not parquet PAR1")
+    _touch(case("empty_trace", "only empty trace files (trace.json)") / "trace.json", b"")
+    d = case("empty_traces_of_ranks", "only empty trace files (")
+    for k in range(2):
+        _touch(d / f"rank{k}.pt.trace.json", b"")
+    return cases
+
+
+def test_info_on_a_directory_with_nothing_readable_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    """Whatever the layout (it was exit 0 for an empty session directory, an export that does not open or an empty
+    trace.json, exit 2 for an empty directory): one error line naming the directory and why, exit 2, as for
+    other unreadable input; nothing on stdout. A raw capture (no neuron-explorer here) is still described."""
+    from tests.conftest import run_cli
+
+    for name, (d, says) in _nothing_readable(tmp_path).items():
+        for fmt in ("text", "json"):
+            rc, out, err = run_cli(capsys, "info", "--format", fmt, str(d))
+            assert rc == 2 and out == "" and err.count("\n") == 1, (name, fmt, rc, out, err)
+            assert err.startswith(f"trntui: error: {d}: ") and says in err, (name, err)
+    raw = tmp_path / "raw" / f"{INST}_pid_7"
+    _touch(raw / "ntrace.pb")
+    _touch(raw / "1_vnc_0.ntff", b"NTFF")
+    rc, out, err = run_cli(capsys, "info", str(tmp_path / "raw"))
+    assert rc == 0 and "run on the Trn host: neuron-explorer view" in out, err
 
 
 def test_unrelated_json_is_not_an_export(tmp_path: Path) -> None:

@@ -197,12 +197,46 @@ def _export_reads(e: dict[str, Any], with_trace: bool) -> str:
     return ", ".join(parts)
 
 
+def nothing_to_read(doc: dict[str, Any]) -> str | None:
+    """Why a directory holds nothing trntui could read (from the listing and sizes alone), or None. Readable: a
+    framework trace that is not empty, an Explorer export that opens, raw system/device files (neuron-explorer
+    converts them, here or on the Trn host), a device profile. Listed but not counted: empty files, empty session
+    directories, exports that do not open."""
+    kind = doc["kind"]
+    if kind in ("file", "device") or doc.get("device_profiles") or doc.get("other_traces"):
+        return None
+    if kind == "neuron":
+        sessions = doc["sessions"]
+        for s in sessions:
+            if any(f["size"] > 0 and f["kind"] in ("framework trace", "system trace", "ntff") for f in s["files"]):
+                return None
+            if any(not e.get("error") for e in s["exports"]):
+                return None
+        first = sessions[0] if sessions else None
+        if first is None:
+            return "a Neuron profile without sessions"
+        broken = [e for e in first["exports"] if e.get("error")]
+        why = (f"{broken[0]['path']}: unreadable: {broken[0]['error']}" if broken
+               else f"{first['dir']}: {(first['problems'] or ['no files'])[0]}")
+        n = len(sessions)
+        return (f"nothing trntui can read: {n} Neuron session{'s' if n != 1 else ''} without a readable trace, "
+                f"export or raw system/device file ({why})")
+    files = [f for r in doc["runs"] for f in r["files"]]
+    if files and all(f["size"] == 0 for f in files):
+        return f"nothing trntui can read: only empty trace files ({', '.join(f['path'] for f in files[:3])}{', …' if len(files) > 3 else ''})"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from trntui.errors import LoadError
     from trntui.report.info import render_text
 
     doc = describe(args.path, merge=args.merge)
+    why = nothing_to_read(doc)
+    if why is not None:
+        raise LoadError(args.path, why)
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
