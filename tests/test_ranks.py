@@ -93,6 +93,18 @@ def ranks_json_process(*argv: str) -> dict:
 
 
 def trntui_process(*argv: str, timeout: float = 600) -> tuple[int, str, str]:
+    proc = trntui_started(*argv)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
+def trntui_started(*argv: str) -> "subprocess.Popen[str]":
+    """`trntui ARGV` started in a process of its own (stdout and stderr piped, as text)."""
     import os
     import subprocess
     import sys
@@ -100,9 +112,8 @@ def trntui_process(*argv: str, timeout: float = 600) -> tuple[int, str, str]:
     from tests.rank_job import REPO
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-m", "trntui.cli", *argv], capture_output=True, text=True, env=env,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout, proc.stderr
+    return subprocess.Popen([sys.executable, "-m", "trntui.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(job16: Path, local_doc: dict) -> None:
@@ -266,6 +277,8 @@ def test_an_existing_dask_scheduler(corpus_dir: Path, tmp_path: Path, capsys) ->
     import time
 
     make_job(corpus_dir, tmp_path / "job", ranks=4, slow_rank=2)
+    # a scheduler nobody answers at: Dask retries for the 5 s timeout; that wait runs beside the rest of the test
+    unreachable = trntui_started("ranks", str(tmp_path / "job"), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
     local = ranks_json(capsys, str(tmp_path / "job"), "--jobs", "1")
     info = tmp_path / "scheduler.json"
     common = ["--no-dashboard"]
@@ -285,21 +298,27 @@ def test_an_existing_dask_scheduler(corpus_dir: Path, tmp_path: Path, capsys) ->
                  "--host", "127.0.0.1", *common], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))))
         remote = ranks_json_process(str(tmp_path / "job"), "--engine", "dask", "--scheduler", address)
+        out, err = unreachable.communicate(timeout=600)
     finally:
-        for p in reversed(started):
-            p.terminate()
-        for p in reversed(started):
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        if unreachable.poll() is None:
+            unreachable.kill()
+            unreachable.communicate()
+        # the workers first, while their scheduler still answers: a worker stopped together with its scheduler
+        # waits ~30 s to say goodbye to it (the test spent that long in this block)
+        for group in (started[1:], started[:1]):
+            for p in group:
+                p.terminate()
+            for p in group:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
     assert remote["engine"] == f"dask scheduler {address}"
     assert results(remote) == results(local)
     workers = {r["ran_on"]["worker"].rsplit(":", 1)[1] for r in remote["ranks"]}
     assert workers and workers <= {str(p.pid) for p in started[1:]}  # the cluster's worker processes did the work
-    rc, out, err = trntui_process("ranks", str(tmp_path / "job"), "--engine", "dask", "--scheduler",
-                                  "tcp://127.0.0.1:9")
+    rc = unreachable.returncode
     assert rc == 2 and err.count("\n") == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
     rc, out, err = run_cli(capsys, "ranks", str(tmp_path / "job"), "--scheduler", "tcp://127.0.0.1:9")
     assert rc == 2 and "--scheduler needs --engine dask" in err
