@@ -161,6 +161,35 @@ def test_parquet_tables(job16: Path, tmp_path: Path, capsys) -> None:
     assert rc == 2 and err.count("\n") == 1 and "--out" in err
 
 
+def test_json_and_csv_fields_in_a_fixed_order(job16: Path, local_doc: dict, capsys) -> None:
+    """The documents' fields, pinned (scripts read them by position or diff them): JSON's top level and rank
+    records, the CSV header (a flat copy: lists joined, one column per step) and its values, which are JSON's."""
+    import csv
+    import io
+
+    assert list(local_doc) == ["job", "grouping", "engine", "steps", "median_rank", "ranks", "stragglers", "rule",
+                               "collectives", "failures"]
+    assert list(local_doc["ranks"][0]) == [
+        "rank", "name", "steps", "step_mean_us", "step_us", "computation_us", "communication_us", "overlap_us",
+        "idle_us", "wait_us", "working_us", "vs_median_us", "vs_median_pct", "last_arrivals", "straggler", "reasons",
+        "top_ops", "top_ops_metric", "notes", "ran_on"]
+    rc, out, err = run_cli(capsys, "ranks", "--format", "csv", "--jobs", "1", str(job16))
+    assert rc == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0]) == [
+        "rank", "name", "steps", "step_mean_us", "vs_median_us", "vs_median_pct", "computation_us",
+        "communication_us", "overlap_us", "idle_us", "wait_us", "working_us", "last_arrivals", "straggler", "reasons",
+        "top_ops_metric", "top_ops", "step_551_us", "step_552_us"]
+    for row, rec in zip(rows, local_doc["ranks"]):
+        for key in ("rank", "name", "steps", "step_mean_us", "vs_median_us", "vs_median_pct", "computation_us",
+                    "communication_us", "overlap_us", "idle_us", "wait_us", "working_us", "last_arrivals",
+                    "straggler", "top_ops_metric"):
+            assert row[key] == ("" if rec[key] is None else str(rec[key])), (key, row[key], rec[key])
+        assert row["reasons"] == "; ".join(rec["reasons"])
+        assert row["top_ops"] == "; ".join(f"{o['name']}={o['us']:.3f}" for o in rec["top_ops"])
+        assert [row["step_551_us"], row["step_552_us"]] == [str(t) for t in rec["step_us"]]
+
+
 def test_summaries_are_cached_per_rank(job16: Path, local_doc: dict, capsys) -> None:
     from trntui import cache
 
