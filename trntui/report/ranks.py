@@ -182,33 +182,57 @@ def render_markdown(report: RanksReport, context: dict[str, Any] | None = None) 
     return markdown_safe("\n".join(out) + "\n")
 
 
+def _rank_fields(r: RankRow) -> dict[str, Any]:
+    """A rank's scalar fields, as both documents give them (CSV and JSON each take them in their own order)."""
+    return {
+        "rank": r.rank,
+        "name": safe_text(r.name),
+        "steps": r.steps,
+        "step_mean_us": us(r.step_mean),
+        "computation_us": us(r.computation),
+        "communication_us": us(r.communication),
+        "overlap_us": us(r.overlap),
+        "idle_us": us(r.idle),
+        "wait_us": us(r.wait),
+        "working_us": us(r.working),
+        "vs_median_us": us(r.vs_median),
+        "vs_median_pct": None if math.isnan(r.vs_median_pct) else round(r.vs_median_pct, 3),
+        "last_arrivals": r.last_arrivals,
+        "straggler": r.straggler,
+        "top_ops_metric": r.top_ops_metric,
+    }
+
+
+_CSV_ORDER = ("rank", "name", "steps", "step_mean_us", "vs_median_us", "vs_median_pct", "computation_us",
+              "communication_us", "overlap_us", "idle_us", "wait_us", "working_us", "last_arrivals", "straggler",
+              "reasons", "top_ops_metric", "top_ops")
+"""CSV / Parquet `ranks` columns (then one `step_<label>_us` column per step)."""
+_JSON_ORDER = ("rank", "name", "steps", "step_mean_us", "step_us", "computation_us", "communication_us", "overlap_us",
+               "idle_us", "wait_us", "working_us", "vs_median_us", "vs_median_pct", "last_arrivals", "straggler",
+               "reasons", "top_ops", "top_ops_metric", "notes", "ran_on")
+"""The JSON rank record's keys."""
+
+
 def rank_records(report: RanksReport) -> list[dict[str, Any]]:
     """One flat record per rank (CSV, Parquet `ranks.parquet`)."""
     out = []
     for r in report.rows:
-        rec: dict[str, Any] = {
-            "rank": r.rank,
-            "name": safe_text(r.name),
-            "steps": r.steps,
-            "step_mean_us": us(r.step_mean),
-            "vs_median_us": us(r.vs_median),
-            "vs_median_pct": None if math.isnan(r.vs_median_pct) else round(r.vs_median_pct, 3),
-            "computation_us": us(r.computation),
-            "communication_us": us(r.communication),
-            "overlap_us": us(r.overlap),
-            "idle_us": us(r.idle),
-            "wait_us": us(r.wait),
-            "working_us": us(r.working),
-            "last_arrivals": r.last_arrivals,
-            "straggler": r.straggler,
-            "reasons": "; ".join(r.reasons),
-            "top_ops_metric": r.top_ops_metric,
-            "top_ops": "; ".join(f"{safe_text(n)}={v:.3f}" for n, v in r.top_ops),
-        }
+        fields = _rank_fields(r)
+        fields["reasons"] = "; ".join(r.reasons)
+        fields["top_ops"] = "; ".join(f"{safe_text(n)}={v:.3f}" for n, v in r.top_ops)
+        rec = {k: fields[k] for k in _CSV_ORDER}
         for lab, t in zip(report.step_labels, r.step_times):
             rec[f"step_{safe_text(lab)}_us"] = us(t)
         out.append(rec)
     return out
+
+
+def _json_rank(r: RankRow) -> dict[str, Any]:
+    fields = _rank_fields(r)
+    fields.update(step_us=[us(t) for t in r.step_times], reasons=r.reasons,
+                  top_ops=[{"name": safe_text(n), "us": round(v, 3)} for n, v in r.top_ops],
+                  notes=[safe_text(n) for n in r.notes], ran_on=r.ran_on)
+    return {k: fields[k] for k in _JSON_ORDER}
 
 
 def render_csv(report: RanksReport, context: dict[str, Any] | None = None) -> str:
@@ -225,31 +249,7 @@ def json_document(report: RanksReport, context: dict[str, Any] | None = None) ->
         "engine": context.get("engine"),
         "steps": [safe_text(x) for x in report.step_labels],
         "median_rank": report.median_rank,
-        "ranks": [
-            {
-                "rank": r.rank,
-                "name": safe_text(r.name),
-                "steps": r.steps,
-                "step_mean_us": us(r.step_mean),
-                "step_us": [us(t) for t in r.step_times],
-                "computation_us": us(r.computation),
-                "communication_us": us(r.communication),
-                "overlap_us": us(r.overlap),
-                "idle_us": us(r.idle),
-                "wait_us": us(r.wait),
-                "working_us": us(r.working),
-                "vs_median_us": us(r.vs_median),
-                "vs_median_pct": None if math.isnan(r.vs_median_pct) else round(r.vs_median_pct, 3),
-                "last_arrivals": r.last_arrivals,
-                "straggler": r.straggler,
-                "reasons": r.reasons,
-                "top_ops": [{"name": safe_text(n), "us": round(v, 3)} for n, v in r.top_ops],
-                "top_ops_metric": r.top_ops_metric,
-                "notes": [safe_text(n) for n in r.notes],
-                "ran_on": r.ran_on,
-            }
-            for r in report.rows
-        ],
+        "ranks": [_json_rank(r) for r in report.rows],
         "stragglers": report.stragglers,
         "rule": {"text": report.rule.text(), "k": report.rule.k, "floor": report.rule.floor,
                  "median_us": {k: us(v) for k, v in report.medians.items()},
