@@ -46,6 +46,36 @@ def test_csv_json_markdown(capsys, corpus_dir) -> None:
     assert len([l for l in out.splitlines() if l.startswith("| ")]) == 4  # header, separator, 2 rows
 
 
+def _unmarkdown(cell: str) -> str:
+    """A Markdown cell's text as the table prints it (report/format.py markdown_table and markdown_safe)."""
+    return (cell.replace("\\|", "|").replace("]\\(", "](").replace("&lt;", "<").replace("&gt;", ">")
+            .replace("&amp;", "&"))
+
+
+def test_table_and_markdown_show_the_same_rows_and_footer(capsys, corpus_dir) -> None:
+    """Both print torch's table: the same rows in the same order for a sort and a limit, and the same footer,
+    whose totals are over every row (as torch's), not only those shown."""
+    path = str(corpus_dir / "cuda_alexnet.json.gz")
+    for argv in (("--sort", "count", "--limit", "4"), ("--sort", "cpu_time_total", "--limit", "-1"), ()):
+        rc, table, err = run(capsys, "summary", path, *argv)
+        assert rc == 0, err
+        rc, md, err = run(capsys, "summary", path, "--format", "markdown", *argv)
+        assert rc == 0, err
+        lines = table.splitlines()
+        rules = [k for k, line in enumerate(lines) if line.startswith("---")]
+        table_names = [line.lstrip().split("  ")[0] for line in lines[rules[1] + 1: rules[2]]]
+        md_names = [_unmarkdown(line.split(" | ")[0].removeprefix("| ").strip()) for line in md.splitlines()[2:]
+                    if line.startswith("| ")]
+        shown = [n if len(n) < 52 else n[:52] + "..." for n in md_names]  # the table cuts names at 55 cells
+        assert table_names == shown and table_names, argv
+        footer = [line for line in lines if line.startswith("Self ") and "time total:" in line]
+        assert len(footer) == 2 and footer == [line for line in md.splitlines() if line in footer], argv
+        if argv and argv[-1] == "4":
+            assert len(table_names) == 4
+    all_rows = run(capsys, "summary", path, "--limit", "-1")[1]
+    assert [line for line in all_rows.splitlines() if "time total:" in line] == footer  # over every row
+
+
 def test_cpu_only_trace_has_no_device_columns(capsys, corpus_dir) -> None:
     rc, out, _ = run(capsys, "summary", str(corpus_dir / "cpu_only.json.gz"))
     assert rc == 0
