@@ -89,8 +89,28 @@ def _cell(table: OpTable, field: str, k: int, totals: tuple[float, float] | None
 
 
 def _ordered(table: OpTable, sort_by: str | None, limit: int | None) -> list[int]:
-    order = table.order(sort_by).tolist()
-    return order[:limit] if limit is not None and limit >= 0 else order
+    return _shown_rows(table.order(sort_by), limit)
+
+
+def _shown_rows(order: Any, limit: int | None) -> list[int]:
+    """The first `limit` rows of a sort order (None or negative: all)."""
+    rows = order.tolist()
+    return rows[:limit] if limit is not None and limit >= 0 else rows
+
+
+def _selection(table: OpTable, sort_by: str | None, limit: int | None) -> tuple[list[int], tuple[float, float]]:
+    """The rows torch's table shows and the totals of its footer (over every row of the sort, not only those
+    shown)."""
+    order = table.order(sort_by)
+    return _shown_rows(order, limit), table.totals(order)
+
+
+def _footer(table: OpTable, totals: tuple[float, float]) -> list[str]:
+    """torch's footer: the self CPU total, and the device's when the trace has one."""
+    out = [f"Self CPU time total: {format_time(totals[0])}"]
+    if table.has_device:
+        out.append(f"Self {table.backend} time total: {format_time(totals[1])}")
+    return out
 
 
 TORCH_COLUMN_WIDTH = 12
@@ -113,9 +133,7 @@ def render_table(
     if not len(table):
         return ""
     cols = table_columns(table, with_shapes)
-    order = table.order(sort_by)
-    rows = order.tolist()[:limit] if limit is not None and limit >= 0 else order.tolist()
-    totals = table.totals(order)
+    rows, totals = _selection(table, sort_by, limit)
     names = [safe_text(n) for n in table.name]
     widths = [min(max((len(n) for n in names), default=0) + 4, name_width)]
     widths += [TORCH_COLUMN_WIDTH] * (len(cols) - 1)
@@ -141,9 +159,7 @@ def render_table(
     out = [line, fmt([h for h, _ in cols]), line]
     out += [fmt([name_cell(k)] + [cell(f, k) for _, f in cols[1:]]) for k in rows]
     out.append(line)
-    out.append(f"Self CPU time total: {format_time(totals[0])}")
-    if table.has_device:
-        out.append(f"Self {table.backend} time total: {format_time(totals[1])}")
+    out += _footer(table, totals)
     return "\n".join(out) + "\n"
 
 
@@ -171,15 +187,10 @@ def render_markdown(table: OpTable, sort_by: str | None = None, limit: int | Non
     if not len(table):
         return ""
     cols = table_columns(table, with_shapes)
-    order = table.order(sort_by)
-    rows = order.tolist()[:limit] if limit is not None and limit >= 0 else order.tolist()
-    totals = table.totals(order)
-
+    rows, totals = _selection(table, sort_by, limit)
     out = markdown_table([h for h, _ in cols], [[_cell(table, f, k, totals) for _, f in cols] for k in rows])
     out.append("")
-    out.append(f"Self CPU time total: {format_time(totals[0])}")
-    if table.has_device:
-        out.append(f"Self {table.backend} time total: {format_time(totals[1])}")
+    out += _footer(table, totals)
     return "\n".join(out) + "\n"
 
 
