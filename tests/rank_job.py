@@ -3,26 +3,20 @@ an N-rank job with one slowed rank (SYNTHETIC timings: see the script's docstrin
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[1]
-_NAME = "make_rank_job"
+from tests.scripts import REPO, script_module
+
+__all__ = ["REPO", "SOURCE", "generator", "make_job"]
+
 SOURCE = "cuda_sampled_rank0.json.gz"
 """The corpus rank the test jobs are made of: a real 2-step NCCL training rank (4,855 events, 10 collective
 kernels), small enough that 16 ranks load in a few seconds."""
 
 
 def generator() -> ModuleType:
-    if _NAME not in sys.modules:
-        spec = importlib.util.spec_from_file_location(_NAME, REPO / "scripts" / "make_rank_job.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[_NAME] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[_NAME]
+    return script_module("make_rank_job")
 
 
 def make_job(corpus_dir: Path, out: Path, **kw) -> list[Path]:
