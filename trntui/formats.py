@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trntui.analysis import neuron as neuron_analysis
 from trntui.errors import LoadError
 from trntui.loaders import kineto, neuron, neuron_device
 from trntui.loaders.discover import Group, Run
@@ -106,8 +105,22 @@ def merged_run(path: Path, runs: list[Run]) -> Run:
                group=Group("merged", name, f"--merge: {what} read as one run"))
 
 
+def _neuron_link_edges(profile: Profile, links: Any) -> None:
+    """trntui/analysis/neuron.py's `link_edges`, imported when a Neuron run's links are built (not by every start)."""
+    from trntui.analysis import neuron as neuron_analysis
+
+    neuron_analysis.link_edges(profile, links)
+
+
+def _neuron_device_time(profile: Profile, links: Any) -> dict[int, int]:
+    """trntui/analysis/neuron.py's `device_time`, imported on first use."""
+    from trntui.analysis import neuron as neuron_analysis
+
+    return neuron_analysis.device_time(profile, links)
+
+
 FORMATS: list[TraceFormat] = [
-    WithHooks(neuron.FORMAT, link_edges=neuron_analysis.link_edges, device_time=neuron_analysis.device_time),
+    WithHooks(neuron.FORMAT, link_edges=_neuron_link_edges, device_time=_neuron_device_time),
     neuron_device.FORMAT,
     kineto.FORMAT,
 ]

@@ -21,6 +21,7 @@ import numpy as np
 
 from trntui.analysis.demangle import demangle
 from trntui.analysis.links import Links, build_links, thread_codes
+from trntui.analysis.sort_keys import SORT_KEYS, normalize_sort_key  # noqa: F401  (their home before sort_keys.py)
 from trntui.model import categories as C
 from trntui.model.arrays import distinct, small_uint
 from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
@@ -78,31 +79,6 @@ ROW_FIELDS = (
 )
 """Fields of `OpTable.row` (CSV columns, JSON row keys): torch's attribute names; times in µs, memory in bytes."""
 
-SORT_KEYS = {
-    "self_cpu_time_total": "self_cpu_time_total",
-    "cpu_time_total": "cpu_time_total",
-    "self_device_time_total": "self_device_time_total",
-    "device_time_total": "device_time_total",
-    "cpu_time": "cpu_time",
-    "device_time": "device_time",
-    "cpu_memory_usage": "cpu_memory_usage",
-    "self_cpu_memory_usage": "self_cpu_memory_usage",
-    "device_memory_usage": "device_memory_usage",
-    "self_device_memory_usage": "self_device_memory_usage",
-    "count": "count",
-    "calls": "count",
-    "name": "name",
-}
-"""Sort keys as torch names them; `cuda`/`xpu`/`privateuse1`/`mtia` spellings are rewritten to `device`."""
-
-
-def normalize_sort_key(key: str) -> str:
-    """Map torch's aliases (`self_cuda_time_total`, `self_privateuse1_time_total`, ...) to our column names."""
-    k = key.strip().lower()
-    k = re.sub(r"(cuda|xpu|privateuse1|mtia|neuron|hpu)", "device", k)
-    if k not in SORT_KEYS:
-        raise ValueError(f"unknown sort key {key!r}; use one of: {', '.join(sorted(SORT_KEYS))}")
-    return SORT_KEYS[k]
 
 
 def rewrite_name(name: str) -> str:

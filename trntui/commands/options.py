@@ -85,7 +85,7 @@ def _budget(text: str) -> None:
 
 
 def _sort_key(text: str) -> None:
-    from trntui.analysis.key_averages import normalize_sort_key
+    from trntui.analysis.sort_keys import normalize_sort_key
 
     normalize_sort_key(text)
 

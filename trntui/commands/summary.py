@@ -51,11 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from trntui.analysis.key_averages import key_averages, normalize_sort_key
+    from trntui import prefetch
+    from trntui.analysis.sort_keys import normalize_sort_key
     from trntui.errors import LoadError, TrntuiError
     from trntui.session import LoadOptions, find_runs, load_run
     from trntui.progress import finished
-    from trntui.report.summary import json_document, render
+
+    # used once a run is loaded: imported beside a forked decoder when the load has one (trntui/prefetch.py)
+    prefetch.after_load("trntui.analysis.key_averages", "trntui.report.summary")
 
     try:
         sort = normalize_sort_key(args.sort)
@@ -98,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
             except TrntuiError as exc:
                 skip(exc, f"{run.name}: ")
                 continue
+        from trntui.analysis.key_averages import key_averages
+        from trntui.report.summary import json_document, render
+
         table = key_averages(profile, group_by_input_shapes=args.group_by_input_shapes, events=subset)
         finished()  # the progress line (on a terminal) is erased before anything is printed
         run_sort = sort

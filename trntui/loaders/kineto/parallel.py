@@ -17,6 +17,7 @@ import numpy as np
 from trntui.loaders.kineto.chunks import BOUNDARY, PIECES
 from trntui.loaders.kineto.columns import Part, parse_links, part_of
 from trntui.loaders.kineto.wire import frames, pack_part
+from trntui.prefetch import import_wanted
 from trntui.progress import report, silence
 
 if TYPE_CHECKING:
@@ -213,6 +214,7 @@ def decode_parallel(
         done = False
         mine: dict[int, Part] | None = None
         try:
+            import_wanted()  # what the command needs after the load, imported while the child already decodes
             mine = _decode_pieces(inner, pieces, claims, False, (offset, total), stream=stream, offset=offset, base=base)
             done = True
         finally:
