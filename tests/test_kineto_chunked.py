@@ -112,7 +112,7 @@ def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch)
     e = next(kchunks._array_ends(data, a))[0]
     inner = memoryview(data)[a + 1 : e]
     parts = kparallel.decode_parallel(inner, a + 1, len(data))
-    assert parts is not None and len(parts) == len(kparallel._cut_points(inner, 256 << 10)) > 10
+    assert parts is not None and len(parts) > 10
     serial = kchunks.decode_chunked(data)[0]
     assert sum(p.n for p in parts) == sum(p.n for p in serial)
     start = np.concatenate([p.x.start for p in parts])
