@@ -40,19 +40,21 @@ def _trntui_phases(trace: str) -> dict[str, list[float]]:
     def mark(label: str) -> None:
         marks.append((label, time.perf_counter(), time.process_time()))
 
-    from trntui import settings
+    import gc
 
+    from trntui import cli, prefetch, settings
+
+    gc.set_threshold(cli.GC_FIRST_GENERATION, *gc.get_threshold()[1:])  # as trntui/cli.py `entry` does
     settings.numpy_with_one_blas_thread()  # as trntui/cli.py does before a command runs
     import msgspec  # noqa: F401
 
     mark(PHASES[0])
     import trntui.loaders.kineto.load as load
     import trntui.model.builder as builder
-    from trntui.analysis.key_averages import key_averages
-    from trntui.analysis.links import build_links
-    from trntui.report import render
     from trntui.session import LoadOptions, find_runs, load_run
 
+    # as `trntui summary` does: what it needs after the load is imported beside the forked decoder
+    prefetch.after_load("trntui.analysis.key_averages", "trntui.report")
     mark(PHASES[1])
     add_parts, finish = load.add_parts, builder.ProfileBuilder.finish
 
@@ -72,6 +74,10 @@ def _trntui_phases(trace: str) -> dict[str, list[float]]:
     (run,) = find_runs(Path(trace))
     mark(PHASES[2])
     profile = load_run(run, LoadOptions.from_env(cache=False))
+    from trntui.analysis.key_averages import key_averages
+    from trntui.analysis.links import build_links
+    from trntui.report import render
+
     build_links(profile)
     mark(PHASES[6])
     table = key_averages(profile)
@@ -147,14 +153,19 @@ def split(trace: Path, runs: int) -> list[str]:
     import msgspec
 
     from trntui.loaders.kineto import columns, parallel
-    from trntui.loaders.kineto.chunks import PIECES
+    from trntui.loaders.kineto.chunks import BOUNDARY, PIECES
 
     ns = _floor_types()
     floor = msgspec.json.Decoder(ns["T"])
     raw = trace.read_bytes()
     a = raw.index(b"[", raw.index(b'"traceEvents"'))
     inner = memoryview(raw)[a + 1: raw.rindex(b"]")]
-    pieces = parallel._cut_points(inner, parallel._PAR_CHUNK)
+    pieces = []  # ~4 MB pieces, cut from the front at candidate event boundaries (most of the two-process decode's)
+    x = 0
+    while x < len(inner):
+        m = BOUNDARY.search(inner, x + parallel._PAR_CHUNK) if x + parallel._PAR_CHUNK < len(inner) else None
+        pieces.append((x, len(inner) if m is None else m.start() + 1))
+        x = len(inner) if m is None else m.end() - 1
 
     def best(fn) -> float:  # type: ignore[no-untyped-def]
         out = float("inf")

@@ -119,6 +119,29 @@ def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch)
     assert np.array_equal(start, np.concatenate([p.x.start for p in serial]))
 
 
+def test_two_process_pieces_cover_the_array_and_shrink_where_the_sides_meet(monkeypatch) -> None:
+    """The pieces the two sides claim (front and back, in any interleaving) are whole events, cover the event array
+    exactly once in order, and get smaller as what is left shrinks (so the two sides finish close together)."""
+    monkeypatch.setattr(kparallel, "_PAR_CHUNK", 4096)
+    monkeypatch.setattr(kparallel, "_PAR_MIN", 512)
+    events = [{"ph": "X", "name": f"op{k}" + "x" * (k % 37), "ts": k, "dur": 1, "pid": 1, "tid": 1} for k in range(2000)]
+    inner = memoryview(json.dumps(events).encode()[1:-1])
+    for pattern in ([False], [True], [False, True], [True, True, False]):
+        claims = kparallel.Claims(inner)
+        taken = []
+        k = 0
+        while (piece := claims.take(pattern[k % len(pattern)])) is not None:
+            taken.append(piece)
+            k += 1
+        claims.close()
+        assert claims.view[kparallel.Claims.TAKEN] == len(taken)
+        decoded = [e for a, e in sorted(taken) for e in json.loads(b"[" + bytes(inner[a:e]) + b"]")]
+        assert decoded == events
+        sizes = [e - a for a, e in taken]
+        longest = max(map(len, inner.tobytes().split(b"}, {")))  # pieces end at the boundary after (or before) a size
+        assert max(sizes) <= 4096 + longest and min(sizes[:-1]) >= 512 - longest and sizes[-2] < 2048 < sizes[0]
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parallel) -> None:
     """A big plain trace is decoded from a memory map of the file (no copy, pages dropped as it goes): the
