@@ -191,16 +191,29 @@ class ProfileBuilder:
         cols = ("start", "end", "lane", "name", "cat", "kind", "ext", "corr")
         dtypes = (np.int64, np.int64, np.int32, np.int32, np.int16, np.int8, np.int64, np.int64)
         data: dict[str, np.ndarray] = {}
-        for c, dt in zip(cols, dtypes):  # column by column, each batch column dropped once copied
-            data[c] = np.concatenate([b.pop(c) for b in self._batches]) if self._batches else np.empty(0, dt)
         single = len(self._batches) == 1
-        self._batches = []
+        if single:  # one batch (a Kineto file): its columns are gathered into time order, not first copied
+            batch = self._batches[0]
+            start, end = batch["start"], batch["end"]
+        else:
+            for c, dt in zip(cols, dtypes):  # column by column, each batch column dropped once copied
+                data[c] = np.concatenate([b.pop(c) for b in self._batches]) if self._batches else np.empty(0, dt)
+            start, end = data["start"], data["end"]
         hint = self._time_order if single else None
-        order = hint if hint is not None else time_order(data["start"], data["end"])
+        order = hint if hint is not None else time_order(start, end)
+        del start, end
         identity = bool(len(order)) and bool(np.all(order[1:] > order[:-1]))
-        if not identity:
-            for c in cols:  # one column at a time: peak is the columns plus one
-                data[c] = data[c][order]
+        unknown_links = bool(self._lazy_links) and sum(k for _, k, _ in self._lazy_links) == len(order)
+        for c in cols:  # one column at a time: peak is the columns plus one
+            col = batch.pop(c) if single else data[c]
+            if unknown_links and c in ("ext", "corr"):  # nothing known: no columns until needed (below)
+                data[c] = col
+            elif not identity:
+                data[c] = col[order]
+            else:  # (a single batch's arrays are the caller's: copied, as the concatenation did)
+                data[c] = col.copy() if single else col
+            del col
+        self._batches = []
         # args as one compact blob (frees the file buffers the raw slices point into), then reordered;
         # sources that give parsed dicts (or anything not bytes-like) keep a plain list
         args: Any
@@ -217,17 +230,19 @@ class ProfileBuilder:
             if not identity and len(args):
                 args = args.permuted(order)
         pending = None
+        inverse = None
         if self._lazy_links:
             inverse = None if identity else _inverse(order)
-            pending = [
-                (parse, np.arange(a, a + k) if inverse is None else np.sort(inverse[a : a + k]))
+            pending = [  # (a batch of every event: all of them, in order, whatever the permutation)
+                (parse, np.arange(a, a + k) if inverse is None or k == len(order) else np.sort(inverse[a : a + k]))
                 for a, k, parse in self._lazy_links
             ]
-            if sum(k for _, k, _ in self._lazy_links) == len(order):  # nothing known: no columns until needed
+            if unknown_links:  # nothing known: no columns until needed
                 data["ext"] = data["corr"] = None  # type: ignore[assignment]
         flows = Flows()
         if self._flows:
-            inverse = _inverse(order)
+            if inverse is None:
+                inverse = _inverse(order)
             key = np.concatenate([f[0] for f in self._flows])
             ev = np.concatenate([f[1] for f in self._flows])
             fc = np.concatenate([f[2] for f in self._flows])
