@@ -22,13 +22,21 @@ def time_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     order = np.argsort(start, kind="stable")
     s = start[order]
-    tied = s[1:] == s[:-1]
-    if not tied.any():
+    tied = s[1:] == s[:-1]  # sorted position k + 1 has the start of position k
+    del s
+    at = np.flatnonzero(tied)
+    if not len(at):
         return order
-    # runs of equal starts: order each run by duration, longest first (stable: equal durations keep index order)
-    first = np.concatenate(([False], tied)) | np.concatenate((tied, [False]))
-    pos = np.flatnonzero(first)
-    run = np.cumsum(np.concatenate(([True], ~tied)))[pos]  # run id of each tied position
+    # runs of equal starts: order each run by duration, longest first (stable: equal durations keep index order);
+    # only the (usually few) tied positions are touched
+    pos = np.concatenate((at, at + 1))
+    pos.sort()
+    keep = np.ones(len(pos), bool)
+    keep[1:] = pos[1:] != pos[:-1]
+    pos = pos[keep]
+    new_run = np.ones(len(pos), bool)  # a tied position opens a run unless it continues the previous position's
+    new_run[1:] = (pos[1:] != pos[:-1] + 1) | ~tied[pos[1:] - 1]
+    run = np.cumsum(new_run)  # run id of each tied position
     members = order[pos]
     fix = np.lexsort((start[members] - end[members], run))
     order[pos] = members[fix]
