@@ -610,9 +610,14 @@ def merge_ids(parts: list[Any], keep: np.ndarray | None, idmap: IdMap) -> np.nda
 
 def merge_strings(parts: list[tuple[list[str], np.ndarray]], keep: np.ndarray | None, intern: Any, dtype: Any) -> np.ndarray:
     """Interned ids of a string column from per-part (uniques, codes), interned in first-occurrence order."""
-    if keep is None:
-        out = [np.fromiter(map(intern, uniq), dtype, count=len(uniq))[codes] for uniq, codes in parts]
-        return np.concatenate(out) if out else np.empty(0, dtype)
+    if keep is None:  # each part's ids written in place (no per-part copies joined afterwards)
+        out = np.empty(sum(len(codes) for _, codes in parts), dtype)
+        at = 0
+        for uniq, codes in parts:
+            table = np.fromiter(map(intern, uniq), dtype, count=len(uniq))
+            np.take(table, codes, out=out[at : at + len(codes)], mode="clip")  # (codes are valid: no checked copy)
+            at += len(codes)
+        return out
     values: list[str] = []
     for uniq, codes in parts:
         values.extend(map(uniq.__getitem__, codes.tolist()))

@@ -176,10 +176,10 @@ def add_parts(
             thread_name=thread_names.get((p, t), ""),
             sort_index=process_sort.get(p, 0) if p in process_sort else (1 << 24 if p in device_pids else 0),
         )
-    lane_ids = lane_for_combo[combos.row] if m else np.empty(0, np.int32)
+    lane_ids = combos.per_event(lane_for_combo) if m else np.empty(0, np.int32)
     # each event's host thread / stream (pid, tid) as a small code, for the flow binding
     threads, thread_of_row = small_codes(_thread_key(combos.rows[:, 1], combos.rows[:, 2]))
-    ev_thread = thread_of_row[combos.row]
+    ev_thread = combos.per_event(thread_of_row)
     del combos
 
     # (start, longest first): the profile's final order, computed once for the builder and the flow binding
@@ -201,10 +201,23 @@ def add_parts(
 
 class _Combos:
     """The distinct (category id, pid, tid) rows of the merged events in lexicographic order (`rows`, one lane
-    each), each event's row (`row`), and the events' interned category ids (`cat_ids`)."""
+    each), each event's row (`row`, or per piece: (the rows of its combinations, each event's combination)), and
+    the events' interned category ids (`cat_ids`)."""
 
-    def __init__(self, rows: np.ndarray, row: np.ndarray, cat_ids: np.ndarray) -> None:
+    def __init__(self, rows: np.ndarray, row: Any, cat_ids: np.ndarray) -> None:
         self.rows, self.row, self.cat_ids = rows, row, cat_ids
+
+    def per_event(self, table: np.ndarray) -> np.ndarray:
+        """`table[row]` for every event: a per-row value (lane, thread) as an event column, piece by piece (no
+        event-long column of rows)."""
+        if isinstance(self.row, np.ndarray):
+            return table[self.row]
+        out = np.empty(sum(len(code) for _, code in self.row), table.dtype)
+        at = 0
+        for rows, code in self.row:
+            np.take(table[rows], code, out=out[at : at + len(code)], mode="clip")  # (valid codes: no checked copy)
+            at += len(code)
+        return out
 
 
 def _global_combos(xs: list[Any], builder: ProfileBuilder, idmap: IdMap) -> _Combos:
@@ -214,14 +227,25 @@ def _global_combos(xs: list[Any], builder: ProfileBuilder, idmap: IdMap) -> _Com
     pid_maps = _id_maps([x.combos.pids for x in xs], idmap)
     tid_maps = _id_maps([x.combos.tids for x in xs], idmap)
     cat_maps = [np.fromiter(map(builder.intern_cat, x.cat[0]), np.int16, count=len(x.cat[0])) for x in xs]
-    cat_ids = np.concatenate([cm[x.cat[1]] for cm, x in zip(cat_maps, xs)]) if xs else np.zeros(0, np.int16)
+    cat_ids = _gather_pieces([(cm, x.cat[1]) for cm, x in zip(cat_maps, xs)], np.int16)
     g_cat = np.concatenate([cm[x.combos.cat] for cm, x in zip(cat_maps, xs)]).astype(np.int64)
     g_pid = np.concatenate([pm[x.combos.pid] for pm, x in zip(pid_maps, xs)])
     g_tid = np.concatenate([tm[x.combos.tid] for tm, x in zip(tid_maps, xs)])
     rows, row_of = _distinct_rows(g_cat, g_pid, g_tid)
     at = np.cumsum([0] + [len(x.combos.cat) for x in xs])
-    row = np.concatenate([row_of[at[k] : at[k + 1]][x.combos.code] for k, x in enumerate(xs)]) if xs else np.zeros(0, np.int64)
+    row = [(row_of[at[k] : at[k + 1]], x.combos.code) for k, x in enumerate(xs)]
     return _Combos(rows, row, cat_ids)
+
+
+def _gather_pieces(pieces: list[tuple[np.ndarray, np.ndarray]], dtype: Any) -> np.ndarray:
+    """The concatenation of `table[codes]` over the pieces' (table, codes), written in place (no per-piece
+    copies joined afterwards)."""
+    out = np.empty(sum(len(codes) for _, codes in pieces), dtype)
+    at = 0
+    for table, codes in pieces:
+        np.take(table, codes, out=out[at : at + len(codes)], mode="clip")
+        at += len(codes)
+    return out
 
 
 def _id_maps(values: list[Any], idmap: IdMap) -> list[np.ndarray]:
