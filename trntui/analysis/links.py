@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from trntui.model import categories as C
 from trntui.model.arrays import distinct, small_codes
 from trntui.model.intervals import walk_back
-from trntui.model.profile import NO_ID, EventKind, Profile
+from trntui.model.profile import NO_ID, EventKind, Flows, Profile
 
 
 class Rule(enum.IntEnum):
@@ -55,11 +56,28 @@ class Links:
     """Dependency edges, one tier step each (op → runtime → device, or along a Neuron flow): sources."""
     edge_dst: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     edge_rule: np.ndarray = field(default_factory=lambda: np.empty(0, np.int8))
-    backward: dict[int, int] = field(default_factory=dict)
-    """Forward op → its backward op (Kineto `fwdbwd` flows)."""
-    forward: dict[int, int] = field(default_factory=dict)
     _children: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     _adj: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _fwdbwd: Any = field(default=None, repr=False)
+    """(backward, forward) dicts, or a function that makes them (built on first use: no command that prints a
+    table reads them)."""
+
+    @property
+    def backward(self) -> dict[int, int]:
+        """Forward op → its backward op (Kineto `fwdbwd` flows)."""
+        return self._pairs()[0]
+
+    @property
+    def forward(self) -> dict[int, int]:
+        """Backward op → its forward op."""
+        return self._pairs()[1]
+
+    def _pairs(self) -> tuple[dict[int, int], dict[int, int]]:
+        if self._fwdbwd is None:
+            self._fwdbwd = ({}, {})
+        elif callable(self._fwdbwd):
+            self._fwdbwd = self._fwdbwd()
+        return self._fwdbwd
 
     def add_edges(self, src: np.ndarray, dst: np.ndarray, rule: int | np.ndarray) -> None:
         """Append dependency edges (used by loaders of other formats, e.g. Neuron flow_id / sequence ids)."""
@@ -161,9 +179,12 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
     if len(queries) == 0 or len(candidates) == 0:
         return out
     start, end = profile.start, profile.end
-    corder = profile.by_key_then_time(keys, np.sort(candidates))
+    q_threads = distinct(keys[queries])
+    if len(candidates) > 1 and not bool(np.all(candidates[1:] > candidates[:-1])):
+        candidates = np.sort(candidates)  # (ascending, as by_key_then_time wants; usually np.nonzero's already)
+    corder = profile.by_key_then_time(keys, candidates)
     ck = keys[corder]
-    for t in distinct(keys[queries]).tolist():
+    for t in q_threads.tolist():
         a = np.searchsorted(ck, t, side="left")
         b = np.searchsorted(ck, t, side="right")
         if a == b:
@@ -197,9 +218,19 @@ def build_links(profile: Profile) -> Links:
         return cached
     n = len(profile)
     complete = profile.kind == EventKind.COMPLETE
-    frontend = profile.cat_mask(C.OPS) & complete
-    runtime = profile.cat_mask(C.RUNTIME | {C.PRIVATEUSE1_DISPATCH, C.PRIVATEUSE1_DRIVER}) & complete
-    device = profile.cat_mask(C.DEVICE_TYPED) & complete
+    # the three category masks from one lookup per event (bit k: the category is in group k)
+    groups = (C.OPS, C.RUNTIME | {C.PRIVATEUSE1_DISPATCH, C.PRIVATEUSE1_DRIVER}, C.DEVICE_TYPED)
+    bits = np.zeros(max(len(profile.cats), 1), np.uint8)
+    for k, group in enumerate(groups):
+        for c in group:
+            cid = profile.cat_id(c)
+            if cid >= 0:
+                bits[cid] |= 1 << k
+    cls = bits[profile.cat]
+    cls[~complete] = 0
+    del complete
+    frontend, runtime, device = ((cls & (1 << k)) != 0 for k in range(3))
+    del cls
     op_of = np.full(n, NO_ID, np.int64)
     rule = np.zeros(n, np.int8)
     runtime_of = np.full(n, NO_ID, np.int64)
@@ -259,18 +290,19 @@ def build_links(profile: Profile) -> Links:
 
     counts: dict[str, int] = {}
     if len(dv):
+        per_rule = np.bincount(rule[dv], minlength=len(Rule)).tolist()
         for r in Rule:
-            c = int((rule[dv] == r).sum())
-            if c:
-                counts[r.label] = c
+            if per_rule[r]:
+                counts[r.label] = per_rule[r]
     links = Links(frontend, runtime, device, op_of, rule, runtime_of, counts)
     # dependency edges: op -> runtime call, runtime call -> device row, op -> device row without a runtime call
     r_idx = np.nonzero(runtime & (op_of >= 0))[0]
     d_rt = np.nonzero(device & (runtime_of >= 0))[0]
     d_op = np.nonzero(device & (runtime_of < 0) & (op_of >= 0))[0]
-    links.add_edges(op_of[r_idx], r_idx, rule[r_idx])
-    links.add_edges(runtime_of[d_rt], d_rt, Rule.CORRELATION)
-    links.add_edges(op_of[d_op], d_op, rule[d_op])
+    # (the links' first edges: the three kinds joined once, as `add_edges` of each in turn would)
+    links.edge_src = np.concatenate([op_of[r_idx], runtime_of[d_rt], op_of[d_op]]).astype(np.int64, copy=False)
+    links.edge_dst = np.concatenate([r_idx, d_rt, d_op]).astype(np.int64, copy=False)
+    links.edge_rule = np.concatenate([rule[r_idx], np.full(len(d_rt), Rule.CORRELATION, np.int8), rule[d_op]])
     _add_flow_edges(profile, links)
     for hook in profile.hooks.link_edges:  # the trace format's own link keys (Neuron: analysis/neuron.py)
         hook(profile, links)
@@ -316,13 +348,19 @@ def _add_flow_edges(profile: Profile, links: Links) -> None:
             links.add_edges(src, ev[dpos], Rule.FLOW)
     fwdbwd = profile.cat_id("fwdbwd")
     if fwdbwd >= 0:
-        sel = np.nonzero((flows.cat == fwdbwd) & (flows.role != flows.MEMBER))[0]
-        is_start = flows.role[sel] == flows.START
-        # per key, the last start and the last finish (dicts built in C; keys in first-occurrence order)
-        starts = dict(zip(flows.key[sel[is_start]].tolist(), flows.event[sel[is_start]].tolist()))
-        finishes = dict(zip(flows.key[sel[~is_start]].tolist(), flows.event[sel[~is_start]].tolist()))
-        both = [q for q in starts if q in finishes]
-        if both:
-            s_ev, f_ev = [starts[q] for q in both], [finishes[q] for q in both]
-            links.backward = dict(zip(s_ev, f_ev))
-            links.forward = dict(zip(f_ev, s_ev))
+        links._fwdbwd = lambda: _fwdbwd_pairs(flows, fwdbwd)
+
+
+def _fwdbwd_pairs(flows: Flows, fwdbwd: int) -> tuple[dict[int, int], dict[int, int]]:
+    """(forward op → backward op, backward op → forward op) from the `fwdbwd` flows: per key, the last start and
+    the last finish."""
+    sel = np.nonzero((flows.cat == fwdbwd) & (flows.role != flows.MEMBER))[0]
+    is_start = flows.role[sel] == flows.START
+    # per key, the last start and the last finish (dicts built in C; keys in first-occurrence order)
+    starts = dict(zip(flows.key[sel[is_start]].tolist(), flows.event[sel[is_start]].tolist()))
+    finishes = dict(zip(flows.key[sel[~is_start]].tolist(), flows.event[sel[~is_start]].tolist()))
+    both = [q for q in starts if q in finishes]
+    if not both:
+        return {}, {}
+    s_ev, f_ev = [starts[q] for q in both], [finishes[q] for q in both]
+    return dict(zip(s_ev, f_ev)), dict(zip(f_ev, s_ev))
