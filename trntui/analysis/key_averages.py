@@ -493,61 +493,82 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     # _remove_dup_nodes: a child with its parent's name, when it is the only child, is merged into it.
     # Evaluated on the original tree (equivalent to torch's repeated passes: a chain of same-name only
     # children collapses into its top node, which takes the kernels of the deepest merged node).
-    nm = _rewritten_name_ids(profile, order)[profile.name[order]] if m else np.empty(0, np.int64)
+    if m:
+        nm = profile.name[order]
+        nm = _rewritten_name_ids(profile, names=nm)[nm]
+    else:
+        nm = np.empty(0, np.int64)
     has_par = ppos >= 0
     pp = np.maximum(ppos, 0)
     nkids = np.bincount(ppos[has_par], minlength=m) if m else np.zeros(0, np.int64)
     deleted = has_par & (nkids[pp] == 1) & (nm[pp] == nm) if m else np.zeros(0, bool)
     del nkids, nm
-    top = np.arange(m)
-    top[deleted] = ppos[deleted]
-    while m and deleted[top].any():
-        top = top[top]
+    # each deleted node's nearest kept ancestor (`heir`, aligned with `dpos`): where its children and kernels go
+    dpos = np.flatnonzero(deleted)
+    heir = ppos[dpos]
+    while len(dpos):
+        chained = np.flatnonzero(deleted[heir])  # (a chain of deleted nodes: one more step up)
+        if not len(chained):
+            break
+        heir[chained] = ppos[heir[chained]]
     has_kern = kern_ev is not None
     if has_kern:  # (gathers: new arrays, changed in place below)
         kern_pos = kern_ev[order]
         kern_us_pos = kern_us_ev[order]
         has_kern_pos = has_kern_ev[order]
-    if has_kern and deleted.any() and system_device:
+    if has_kern and len(dpos) and system_device:
         # Neuron system-trace time is trntui's attribution, not a torch kernel (torch never sees it): torch's lift
         # (the parent takes the deleted child's kernels) would drop the op's time when its dispatch row carries
         # the op's name; the merged nodes are one call, so their times add up
-        dpos = np.nonzero(deleted)[0]
-        np.add.at(kern_pos, top[dpos], np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
+        np.add.at(kern_pos, heir, np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
         kern_us_pos = kern_pos / 1000.0
-        has_kern_pos[top[dpos[has_kern_pos[dpos]]]] = True
-    elif has_kern and deleted.any():
-        deepest = np.full(m, -1, np.int64)
-        dpos = np.nonzero(deleted)[0]
-        np.maximum.at(deepest, top[dpos], dpos)
-        tops = np.nonzero(deepest >= 0)[0]
-        d = deepest[tops]
+        has_kern_pos[heir[has_kern_pos[dpos]]] = True
+    elif has_kern and len(dpos):
+        tops = distinct(heir)  # (few: one per merged chain)
+        deepest = np.full(len(tops), -1, np.int64)
+        np.maximum.at(deepest, np.searchsorted(tops, heir), dpos)
+        d = deepest
         kern_pos[tops] = np.where(has_kern_pos[d], kern_pos[d], 0)
         kern_us_pos[tops] = np.where(has_kern_pos[d], kern_us_pos[d], 0.0)
         has_kern_pos[tops] = has_kern_pos[d]
-    kept = np.nonzero(~deleted)[0]
-    final_parent = np.where(has_par, top[pp], -1)  # positions; -1 at roots
-    del has_par, pp, top, ppos
-    fp = final_parent[kept]
+    # the final tree: a node whose parent was deleted hangs from that parent's nearest kept ancestor
+    final_parent = ppos  # positions; -1 at roots
+    if len(dpos):
+        final_parent = ppos.copy()
+        moved = np.flatnonzero(has_par & deleted[pp])
+        final_parent[moved] = heir[np.searchsorted(dpos, ppos[moved])]
+        kept = np.flatnonzero(~deleted)
+        fp = final_parent[kept]
+    else:  # (nothing merged: every node kept, the arrays below are taken whole)
+        kept = np.arange(m)
+        fp = final_parent
+
+    def of_kept(a: np.ndarray) -> np.ndarray:
+        return a[kept] if len(dpos) else a
+
+    del has_par, pp, ppos
     linked = fp >= 0
     # Self CPU: the children's totals summed in child (tree) order, then subtracted, as torch does
     children_us = np.zeros(m, np.float64)
-    _ordered_sum(children_us, fp[linked], total_us[kept[linked]])
+    _ordered_sum(children_us, fp[linked], of_kept(total_us)[linked])
     self_us = total_us - children_us
     del children_us
 
     # device_time_total bottom-up over the final tree: own kernels plus the children's totals (summed in order)
     if has_kern:
         kern_kept = np.where(has_kern_pos, kern_pos, 0)
-        kern_kept[deleted] = 0
-        kern_us_kept = np.where(has_kern_pos & ~deleted, kern_us_pos, 0.0)
+        own = has_kern_pos
+        if len(dpos):
+            kern_kept[dpos] = 0
+            own = has_kern_pos & ~deleted
+        kern_us_kept = np.where(own, kern_us_pos, 0.0)
         device_total = kern_us_kept.copy()
         child_dev = np.zeros(m, np.float64)
         if has_kern_ev.any() and len(kept):
             # only ops with device time and their ancestors have any (the others' totals are 0.0, and adding 0.0
             # changes no float sum); their depth in the final tree by pointer doubling, then children before
             # parents, one level at a time (each parent's children summed in tree order, as torch does)
-            active = _with_ancestors(has_kern_pos & ~deleted, final_parent)
+            active = _with_ancestors(own, final_parent)
             slot = np.full(m, -1, np.int64)
             slot[active] = np.arange(len(active))
             parent_slot = slot[np.maximum(final_parent[active], 0)]
@@ -564,17 +585,17 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
                 up = at[final_parent[at] >= 0]
                 _ordered_sum(child_dev, final_parent[up], device_total[up])
         self_device = device_total - child_dev
-        kern_kept, device_total, self_device = kern_kept[kept], device_total[kept], self_device[kept]
+        kern_kept, device_total, self_device = of_kept(kern_kept), of_kept(device_total), of_kept(self_device)
     else:  # no device time anywhere
         kern_kept = np.zeros(len(kept), np.int64)
         device_total = np.zeros(len(kept), np.float64)
         self_device = np.zeros(len(kept), np.float64)
 
     tree = CpuTree(
-        events=order[kept],
+        events=of_kept(order),
         parent=np.where(fp >= 0, order[np.maximum(fp, 0)], NO_ID),
-        cpu_total_us=total_us[kept],
-        self_cpu_us=self_us[kept],
+        cpu_total_us=of_kept(total_us),
+        self_cpu_us=of_kept(self_us),
         kernels_ns=kern_kept,
         device_total_us=device_total,
         self_device_us=self_device,
@@ -716,15 +737,18 @@ def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray
     return cand
 
 
-def _rewritten_name_ids(profile: Profile, events: np.ndarray | None = None) -> np.ndarray:
+def _rewritten_name_ids(profile: Profile, events: np.ndarray | None = None, *, names: np.ndarray | None = None) -> np.ndarray:
     """Name id → id of its torch table name (`rewrite_name`: demangled, ProfilerStep#N → ProfilerStep*): names
     that print the same share the id of the first of them. Only the names of `events` (default: all) are
-    rewritten; other ids map to themselves."""
+    rewritten; other ids map to themselves. `names`: the name ids of the events instead (`profile.name[events]`,
+    when the caller has them)."""
     ids = np.arange(len(profile.names), dtype=np.int64)
-    if events is None:
+    if names is None and events is not None:
+        names = profile.name[events]
+    if names is None:
         used = ids
     else:
-        used = np.nonzero(np.bincount(profile.name[events], minlength=len(ids)))[0] if len(events) else ids[:0]
+        used = np.flatnonzero(np.bincount(names, minlength=len(ids))) if len(names) else ids[:0]
     names = table_names(profile, used)
     first: dict[str, int] = {}
     for k in used.tolist():
@@ -811,9 +835,12 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     ua = ua_of_cat[cat]
     ua[nc + nd :] = False
     del cat
-    rewritten = _rewritten_name_ids(profile, evs)
-    key = (rewritten[profile.name[evs]] * len(labels) + dcode) * 2 + ua
-    del rewritten
+    key = profile.name[evs]
+    key = _rewritten_name_ids(profile, names=key)[key]
+    key *= len(labels)
+    key += dcode
+    key *= 2
+    key += ua
     shape_names: list[str] = []
     sid = zi(len(evs))
     if by_shapes:
