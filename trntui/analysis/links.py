@@ -122,6 +122,34 @@ class Links:
         return idx[a:b]
 
 
+class _Index:
+    """A vectorised dict of int keys (`sorted_keys`, ascending) to event indexes: `index(queries)` gives, per
+    query, the value of the first equal key, else -1 (`_lookup`). Dense keys (Kineto numbers External ids and
+    correlations 1, 2, ...) go through a table indexed by key, built once for all queries, instead of a binary
+    search per query."""
+
+    def __init__(self, sorted_keys: np.ndarray, values: np.ndarray, queries: int) -> None:
+        self.keys, self.values = sorted_keys, values
+        self.table: np.ndarray | None = None
+        if not len(sorted_keys):
+            return
+        self.lo = int(sorted_keys[0])
+        span = int(sorted_keys[-1]) - self.lo + 1
+        if span <= 16 * (len(sorted_keys) + queries) and 0 <= int(values.min()) and int(values.max()) < 1 << 31:
+            first = np.ones(len(sorted_keys), bool)
+            first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+            self.table = np.full(span + 1, NO_ID, np.int32)  # (the slot past the end: keys out of range)
+            self.table[sorted_keys[first] - self.lo] = values[first]
+
+    def __call__(self, queries: np.ndarray) -> np.ndarray:
+        if self.table is None:
+            return _lookup(self.keys, self.values, queries)
+        slot = queries - self.lo
+        span = len(self.table) - 1
+        slot[(slot < 0) | (slot > span)] = span
+        return self.table[slot].astype(np.int64)
+
+
 def _lookup(sorted_keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """values[k] where sorted_keys[k] == query, else -1 (vectorised dict lookup)."""
     if len(sorted_keys) == 0 or len(queries) == 0:
@@ -244,11 +272,11 @@ def build_links(profile: Profile) -> Links:
         ops = np.nonzero(frontend & (ext > 0))[0]
         op_ext = ext[ops]
         o = np.argsort(op_ext, kind="stable")
-        op_ext_sorted, ops_sorted = op_ext[o], ops[o]
+        by_op_ext = _Index(op_ext[o], ops[o], len(rt) + len(dv))
 
     # runtime rows -> op
     if len(rt):
-        cand = _lookup(op_ext_sorted, ops_sorted, ext[rt])
+        cand = by_op_ext(ext[rt])
         cand = np.where(ext[rt] > 0, cand, NO_ID)
         ok = cand >= 0
         # a runtime row whose External id equals its own correlation is the old broken form; trust it only
@@ -274,8 +302,8 @@ def build_links(profile: Profile) -> Links:
     if len(dv):
         rt_corr = corr[rt] if len(rt) else np.empty(0, np.int64)
         rc = np.argsort(rt_corr, kind="stable")
-        runtime_of[dv] = np.where(corr[dv] > 0, _lookup(rt_corr[rc], rt[rc], corr[dv]), NO_ID)
-        by_ext = np.where(ext[dv] > 0, _lookup(op_ext_sorted, ops_sorted, ext[dv]), NO_ID)
+        runtime_of[dv] = np.where(corr[dv] > 0, _Index(rt_corr[rc], rt[rc], len(dv))(corr[dv]), NO_ID)
+        by_ext = np.where(ext[dv] > 0, by_op_ext(ext[dv]), NO_ID)
         broken = (ext[dv] == corr[dv]) & (runtime_of[dv] >= 0)
         use_ext = (by_ext >= 0) & ~broken
         via_rt = np.where(runtime_of[dv] >= 0, op_of[np.maximum(runtime_of[dv], 0)], NO_ID)
