@@ -493,16 +493,19 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     # _remove_dup_nodes: a child with its parent's name, when it is the only child, is merged into it.
     # Evaluated on the original tree (equivalent to torch's repeated passes: a chain of same-name only
     # children collapses into its top node, which takes the kernels of the deepest merged node).
-    if m:
-        nm = profile.name[order]
-        nm = _rewritten_name_ids(profile, names=nm)[nm]
-    else:
-        nm = np.empty(0, np.int64)
     has_par = ppos >= 0
     pp = np.maximum(ppos, 0)
     nkids = np.bincount(ppos[has_par], minlength=m) if m else np.zeros(0, np.int64)
-    deleted = has_par & (nkids[pp] == 1) & (nm[pp] == nm) if m else np.zeros(0, bool)
-    del nkids, nm
+    only = np.flatnonzero(has_par & (nkids[pp] == 1))  # only children: deleted when they print as their parent
+    del nkids
+    deleted = np.zeros(m, bool)
+    if len(only):
+        child_names = profile.name[order[only]]
+        parent_names = profile.name[order[ppos[only]]]
+        table_id = _rewritten_name_ids(profile, names=np.concatenate([child_names, parent_names]))
+        deleted[only[table_id[child_names] == table_id[parent_names]]] = True
+        del child_names, parent_names, table_id
+    del only
     # each deleted node's nearest kept ancestor (`heir`, aligned with `dpos`): where its children and kernels go
     dpos = np.flatnonzero(deleted)
     heir = ppos[dpos]
