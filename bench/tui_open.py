@@ -41,6 +41,12 @@ def child(path: str, size: str) -> None:
     """In a fresh process: run the app headless, print when the loaded profile was painted (seconds after this
     process started) and how long the worker's load took."""
     started = time.perf_counter() - _process_age()
+    from trntui import settings
+
+    # as `trntui open` does (trntui/cli.py) before anything imports numpy: with OpenBLAS's worker thread started
+    # this process is not single-threaded, and `prestart` would start the loader as a fresh interpreter instead
+    # of forking it (the path `trntui open` takes), ~0.3 s of a core more on the decode's critical path
+    settings.numpy_with_one_blas_thread()
     from trntui import cache
     from trntui.tui import loader
     from trntui.tui.loader import prestart
@@ -69,6 +75,7 @@ def child(path: str, size: str) -> None:
 
     loader._run_loader, cache.read_written, cache.load_records = run_loader, read_written, load_records
     prestarted = prestart(Path(path), None, None)  # as `trntui open` does before it imports Textual
+    how = "none" if prestarted is None else "forked" if isinstance(prestarted.proc, loader.Forked) else "started"
     from trntui.tui.app import TrntuiApp
     from trntui.tui.messages import ProfileLoaded
 
@@ -88,7 +95,7 @@ def child(path: str, size: str) -> None:
                 await pilot.pause(0.01)
             assert app.profile is not None, app.load_error
             return {"painted": app.painted, "load": app.load_seconds, "load_cpu": app.load_cpu_seconds,
-                    "events": len(app.profile), "marks": marks}
+                    "events": len(app.profile), "marks": marks, "loader": how}
 
     result = asyncio.run(go())
     while True:  # reap the loader (if the app has not yet), so its CPU counts in this process tree's
@@ -155,7 +162,7 @@ def load_average() -> str:
 def main(args: argparse.Namespace) -> int:
     lines = [f"load average at start: {load_average()}"]
     if args.trace.exists():
-        opens, sums, open_cpu, sum_cpu, loads, marks = [], [], [], [], [], []
+        opens, sums, open_cpu, sum_cpu, loads, marks, how = [], [], [], [], [], [], []
         for k in range(args.repeat):  # interleaved, the order swapped every round
             loads.append(load_average())
             for which in (("open", "summary") if k % 2 == 0 else ("summary", "open")):
@@ -165,6 +172,7 @@ def main(args: argparse.Namespace) -> int:
                     opens.append(r["painted"])
                     open_cpu.append(r["cpu"])
                     marks.append({**r.get("marks", {}), "painted": r["painted"]})
+                    how.append(r["loader"])
                 else:
                     wall, cpu = summary_once(args.trace)
                     sums.append(wall)
@@ -173,7 +181,8 @@ def main(args: argparse.Namespace) -> int:
         best = min(opens) / min(sums)
         per_round = statistics.median(o / s for o, s in zip(opens, sums))
         lines.append(f"cold open {args.trace.name} ({args.size}), first full paint: " + ", ".join(f"{x:.2f}" for x in opens)
-                     + " s (CPU of the process tree " + ", ".join(f"{x:.2f}" for x in open_cpu) + " s)")
+                     + " s (CPU of the process tree " + ", ".join(f"{x:.2f}" for x in open_cpu) + " s); the loader process: "
+                     + ", ".join(f"{how.count(h)}x {h}" for h in dict.fromkeys(how)) + " (trntui open forks it)")
         lines.append(f"summary --no-cache {args.trace.name}: " + ", ".join(f"{x:.2f}" for x in sums)
                      + " s (CPU " + ", ".join(f"{x:.2f}" for x in sum_cpu) + " s)")
         names = [n for n in ("loader: decoding", "loader: merging", "loader: writing", "profile written", "entry written", "painted")
