@@ -60,7 +60,8 @@ def child(path: str, size: str) -> None:
 
     def run_loader(source, run, options, progress, *a, **k):  # noqa: ANN001 - marks the loader's stages as they arrive
         def stage(name: str, done: int, total: int) -> None:
-            at(f"loader: {name.split(' ')[0]}")
+            if name:  # ("": the loader is quiet, a chance to cancel)
+                at(f"loader: {name.split(' ')[0]}")
             if progress is not None:
                 progress(name, done, total)
         return real_run(source, run, options, stage, *a, **k)

@@ -247,3 +247,89 @@ def test_trntui_open_forks_its_loader_before_textual(corpus_dir, tmp_path):
                          capture_output=True, text=True, timeout=120, check=True).stdout.split()
     direct = session_load(find_runs(trace)[0], LoadOptions(cache=False))
     assert out == ["Forked", str(len(direct)), "True", str(sum(key_averages(direct).count))]
+
+
+def _waiting_loader(monkeypatch, tmp_path):
+    """The app's loader process is one whose key_averages table waits for the returned flag file (or 60 s)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    flag = tmp_path / "table-may-go"
+    root = str(Path(loader.__file__).resolve().parents[2])
+    started = []
+
+    def start_waiting(source, run, options, merge=False):
+        boot = _WAITING_LOADER.format(root=root, flag=str(flag))
+        cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", loader._options_arg(options)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                start_new_session=True, text=True, encoding="utf-8", errors="replace")
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(loader, "_start_loader", start_waiting)
+    return flag, started
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 55)])
+async def test_panes_show_the_profile_before_its_table(corpus_dir, tmp_path, cache_options, monkeypatch, size):
+    """While the loader process computes the key_averages table, the timeline, chain and call-tree panes already
+    show the profile (lanes drawn, keys work) and the ops pane says loading; when the table comes only the ops
+    pane fills in: the timeline keeps the profile it shows (not drawn again from another one)."""
+    from trntui.tui.app import TrntuiApp
+    from trntui.tui.capture import screen_text
+
+    from .conftest import settle
+
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", trace)
+    flag, started = _waiting_loader(monkeypatch, tmp_path)
+    app = TrntuiApp(trace)
+    async with app.run_test(size=size) as pilot:
+        assert await settle(pilot, lambda: app.timeline.profile is not None and not app.timeline.loading, 60)
+        assert started and started[0].poll() is None  # the loader is still at its table
+        assert app.ops.loading and app.ops.table is None and app.table is None and app.profile is None
+        assert not app.chain.loading and not app.calltree.loading
+        screen = screen_text(app)
+        assert "key_averages" in screen.splitlines()[0]  # the header says what is left
+        lanes = [app.timeline.render_line(y).text for y in range(app.timeline.size.height)]
+        early = app.timeline.profile
+        assert sum(1 for line in lanes if "█" in line or "▌" in line or "▐" in line) >= 2, lanes
+        await pilot.press("tab")  # the timeline takes keys meanwhile
+        flag.touch()
+        await app.workers.wait_for_complete()
+        assert await settle(pilot, lambda: not app.ops.loading and app.table is not None)
+        assert app.profile is early and app.timeline.profile is early
+        assert [app.timeline.render_line(y).text for y in range(app.timeline.size.height)][1:] == lanes[1:]
+        direct = key_averages(session_load(find_runs(trace)[0], LoadOptions(cache=False)))
+        assert list(app.table.name) == list(direct.name)
+        assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])
+        assert "key_averages" not in screen_text(app).splitlines()[0]
+
+
+async def test_esc_while_the_table_is_computed_stops_the_loader(corpus_dir, tmp_path, cache_options, monkeypatch):
+    """Esc while the loader process computes the table (it prints nothing then) stops it at once, its process
+    group killed; the header says so and the timeline keeps what was read."""
+    import time
+
+    from trntui.tui.app import TrntuiApp
+    from trntui.tui.capture import screen_text
+
+    from .conftest import settle
+
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", trace)
+    flag, started = _waiting_loader(monkeypatch, tmp_path)
+    app = TrntuiApp(trace)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert await settle(pilot, lambda: app.timeline.profile is not None and not app.timeline.loading, 60)
+        t0 = time.monotonic()
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        assert await settle(pilot, lambda: "load cancelled" in screen_text(app).splitlines()[0])
+        assert time.monotonic() - t0 < 10  # not the waiting loader's 60 s
+        assert started[0].poll() is not None  # killed
+        head = screen_text(app).splitlines()[0]
+        assert "before the ops table" in head and "q: quit" in head
+        assert app.profile is None and app.table is None and not any(p.loading for p in app.panes())
+        assert app.timeline.profile is not None

@@ -21,8 +21,10 @@ from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
 from trntui.tui.palette import ActionsProvider, NamesProvider
-from trntui.tui.messages import DepthsReady, LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, RunsFound
-from trntui.tui.panes import PANES, LoadedRun, Pane
+from trntui.tui.messages import (
+    DepthsReady, LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, ProfileShown, RunsFound,
+)
+from trntui.tui.panes import PANES, LoadedRun, Pane, same_view
 from trntui.tui.screens import SCREENS, screen_spec
 from trntui.tui.widgets.calltree import CallTreeView
 from trntui.tui.widgets.chain import ChainView
@@ -130,6 +132,10 @@ class TrntuiApp(App[None]):
         self.load_cpu_seconds = 0.0
         """CPU time of the load worker's thread (what the load costs on a machine with nothing else to do)."""
         self.load_error = ""
+        self.shown: LoadedRun | None = None
+        """The run every pane shows (profile and table), None before the first load."""
+        self.shown_early: LoadedRun | None = None
+        """The run being loaded, shown in the `before_table` panes while its table is computed (`ProfileShown`)."""
         self.ranks_report: tuple[str, object] | None = None
         """(job name, RanksReport) of the last Ranks screen, so reopening it does not summarise again."""
 
@@ -249,8 +255,12 @@ class TrntuiApp(App[None]):
             prestarted, self.prestarted = self.prestarted, None
             started = prestarted.take(run.name) if prestarted is not None else None
 
+            early: dict[str, Any] = {}
+
             def prepare(profile: "Profile") -> None:
-                """The timeline's rows, built while the loader process computes the table."""
+                """The timeline's rows, built while the loader process computes the table; then the panes that
+                draw from the profile alone show it (`ProfileShown`), so that only the ops table is left to draw
+                when the table comes."""
                 from trntui.analysis.timeline import display_span, lane_groups
 
                 self.post_message(LoadProgress(f"timeline rows of {len(profile):,} events", 2, LOAD_STAGES))
@@ -258,22 +268,26 @@ class TrntuiApp(App[None]):
                     profile.nesting()
                 lane_groups(profile, MAX_SUBROWS)
                 display_span(profile)
+                early["subset"] = self._subset(profile)
+                early["profile"] = profile
                 if worker.is_cancelled:
                     raise Cancelled()
+                self.post_message(ProfileShown(run, profile, early["subset"][1]))
+                self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
 
             with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
                 # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
                 profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge, started=started,
                                        prepare=prepare)
             if worker.is_cancelled:
-                return
+                raise Cancelled()
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
             from trntui.analysis.key_averages import key_averages
 
-            subset, view, subset_text = self._subset(profile)
+            subset, view, subset_text = early["subset"] if early.get("profile") is profile else self._subset(profile)
             table = key_averages(profile, events=subset)
             if worker.is_cancelled:
-                return
+                raise Cancelled()
             self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
             from trntui.analysis.timeline import display_span, lane_groups
             from trntui.tui.widgets.timeline import MAX_SUBROWS
@@ -287,7 +301,7 @@ class TrntuiApp(App[None]):
                 save_timeline(profile, MAX_SUBROWS)  # for the next open (when the run is cached)
             display_span(profile)
             if worker.is_cancelled:
-                return
+                raise Cancelled()
             self.post_message(
                 ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text,
                               cpu_seconds=time.thread_time() - began_cpu)
@@ -323,15 +337,51 @@ class TrntuiApp(App[None]):
             f"{self.path.name} · loading: {message.stage}{done} ({message.step}/{message.total})… Esc cancels"
         )
 
+    def _loaded_run(self, name: str, profile: "Profile", table: "OpTable | None", view: tuple[int, int] | None) -> LoadedRun:
+        """What the panes are shown of a loaded run."""
+        from trntui.analysis.timeline import display_span
+
+        # --steps: the clock starts at the first selected step (--window times are from the trace start)
+        origin = view[0] if view is not None and self.steps_spec else display_span(profile)[0]
+        return LoadedRun(name, profile, table, view, origin)
+
+    @on(ProfileShown)
+    def _profile_shown(self, message: ProfileShown) -> None:
+        if not self.loading_now():
+            return  # the load was cancelled or replaced meanwhile
+        run = self._loaded_run(message.run.name, message.profile, None, message.view)
+        self.shown_early = run
+        for spec, pane in zip(PANES, self.panes()):
+            if spec.before_table:
+                pane.show_run(run)
+                pane.loading = False
+        self._titles()
+
+    def _drop_early(self) -> bool:
+        """A load that showed its profile early ended without its table: those panes go back to the run the ops
+        table shows; on a first load they keep the profile that was read (True then)."""
+        early, self.shown_early = self.shown_early, None
+        if early is None:
+            return False
+        if self.shown is None:
+            return True
+        for spec, pane in zip(PANES, self.panes()):
+            if spec.before_table:
+                pane.show_run(self.shown)
+        self._titles()
+        return False
+
     @on(LoadCancelled)
     def _load_cancelled(self, message: LoadCancelled) -> None:
+        kept = self._drop_early()
         for pane in self.panes():
             pane.loading = False
         if self.profile is not None and self.run_name is not None:
             self._info(f"load cancelled · still showing {describe(self.profile, self.run_name, self.path.name)}")
         else:
             more = " · r: pick a run" if len(self.runs) > 1 else ""
-            self._info(f"{self.path.name} · load cancelled{more} · q: quit")
+            what = " before the ops table (the timeline shows what was read)" if kept else ""
+            self._info(f"{self.path.name} · load cancelled{what}{more} · q: quit")
         self.refresh_bindings()
 
     @on(RunsFound)
@@ -352,14 +402,14 @@ class TrntuiApp(App[None]):
         self.load_seconds = message.seconds
         self.load_cpu_seconds = message.cpu_seconds
         self.load_error = ""
-        from trntui.analysis.timeline import display_span
-
-        # --steps: the clock starts at the first selected step (--window times are from the trace start)
-        origin = message.view[0] if message.view is not None and self.steps_spec else display_span(message.profile)[0]
-        run = LoadedRun(message.run.name, message.profile, message.table, message.view, origin)
-        for pane in self.panes():
+        run = self._loaded_run(message.run.name, message.profile, message.table, message.view)
+        early, self.shown_early = self.shown_early, None
+        self.shown = run
+        shown = [(spec, pane) for spec, pane in zip(PANES, self.panes())
+                 if not (spec.before_table and same_view(early, run))]  # those already show this profile
+        for spec, pane in shown:
             pane.show_run(run)
-        for pane in self.panes():
+        for spec, pane in shown:
             pane.loading = False
         header = describe(message.profile, message.run.name, self.path.name)
         self._info(f"{header} · {message.subset}" if message.subset else header)
@@ -398,6 +448,7 @@ class TrntuiApp(App[None]):
         from trntui.tui.screens.error import ErrorScreen
 
         self.load_error = message.reason
+        self._drop_early()
         for pane in self.panes():
             pane.loading = False
         self._info(f"error: {message.reason}")

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     from trntui.loaders.discover import Run
@@ -288,7 +288,7 @@ def _run_loader(
         return False
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
+        for line in _lines(proc.stdout, progress):
             stage, _, rest = line.rstrip("\n").partition("\t")
             if stage == PROFILE_WRITTEN:
                 if written is not None:
@@ -309,6 +309,40 @@ def _run_loader(
         lines = [ln for ln in err.splitlines() if ln.strip()]
         raise TrntuiError(lines[-1] if lines else f"{source}: could not be read")
     return code == 0
+
+
+QUIET_POLL_S = 0.1
+"""While the loader process prints nothing (its table takes ~1 s on a big trace), the app's progress callback is
+still called this often with an empty stage, so that a cancel (Esc) stops the load at once."""
+
+
+def _lines(stream: Any, progress: Callable[[str, int, int], None] | None) -> Iterator[str]:
+    """The lines the loader process prints on `stream` (its stdout), as they come; `progress("", 0, 0)` every
+    `QUIET_POLL_S` while it prints nothing (the callback may raise `Cancelled`). Read from the pipe itself, not
+    through the file object's buffer, so that no line waits in a buffer while the pipe is quiet."""
+    import select
+
+    try:
+        fd = stream.fileno()
+        select.select([fd], [], [], 0)
+    except (AttributeError, OSError, ValueError):  # no pollable pipe (not a POSIX system): plain lines
+        yield from stream
+        return
+    pending = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], QUIET_POLL_S)
+        if not ready:
+            if progress is not None:
+                progress("", 0, 0)
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        *done, pending = (pending + chunk).split(b"\n")
+        for raw in done:
+            yield raw.decode("utf-8", "replace") + "\n"
+    if pending:
+        yield pending.decode("utf-8", "replace")
 
 
 def _reap_later(proc: subprocess.Popen) -> None:

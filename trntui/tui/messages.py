@@ -41,6 +41,17 @@ class RunsFound(Message):
 
 
 @dataclass
+class ProfileShown(Message):
+    """The run's profile was read and its timeline rows built; its key_averages table is still being computed
+    (`ProfileLoaded` follows). Panes that draw from the profile alone show it now."""
+
+    run: "Run"
+    profile: "Profile"
+    view: tuple[int, int] | None = None
+    """As `ProfileLoaded.view`."""
+
+
+@dataclass
 class ProfileLoaded(Message):
     """A run was loaded and analysed (key_averages, links, timeline rows are cached on the profile)."""
 

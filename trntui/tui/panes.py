@@ -6,7 +6,9 @@ their loading indicator and border title, lists their keys in the palette, the h
 
 1. write the widget (its own module under tui/widgets/): a `title` (the border title; post
    `PaneTitleChanged(self)` when it changes), `BINDINGS` with descriptions, and `show_run(run: LoadedRun)`;
-2. add one `PaneSpec` line to `PANES` below.
+2. add one `PaneSpec` line to `PANES` below (`before_table=True` when it draws from the profile alone: it is then
+   shown the run as soon as the profile is read, with `run.table` None, while the key_averages table is still
+   being computed, and not shown it again once the table is there).
 
 Styles: every pane gets the `pane` CSS class (border, focus colour; trntui.tcss); size and place it in the
 stylesheet by its id, or in the widget's DEFAULT_CSS. Panes talk to each other through messages that the app
@@ -40,8 +42,9 @@ class LoadedRun:
     name: str
     """The run's name (variant, rank, file)."""
     profile: "Profile"
-    table: "OpTable"
-    """key_averages over the events shown (`--steps` / `--window` restrict it)."""
+    table: "OpTable | None"
+    """key_averages over the events shown (`--steps` / `--window` restrict it); None while it is computed (only
+    panes registered `before_table` are shown such a run)."""
     view: tuple[int, int] | None = None
     """Absolute [t0, t1) the timeline opens on (`--steps` / `--window`); None: fitted to the whole span."""
     origin: int = 0
@@ -63,6 +66,13 @@ class Pane(Protocol):
     def show_run(self, run: LoadedRun) -> None:
         """A run was loaded: show it."""
         ...
+
+
+def same_view(a: LoadedRun | None, b: LoadedRun | None) -> bool:
+    """Whether `a` and `b` show the same profile the same way (the table aside): a pane shown `a` before the
+    table arrived needs nothing more for `b`."""
+    return (a is not None and b is not None and a.profile is b.profile and a.name == b.name and a.view == b.view
+            and a.origin == b.origin)
 
 
 class OpsPane(Vertical):
@@ -106,6 +116,10 @@ class PaneSpec:
     """The pane's widget class (its BINDINGS are the pane's keys)."""
     compose: Callable[[], Widget] | None = None
     """What the app composes for the pane when not just `widget(id=id)` (e.g. a container around it)."""
+    before_table: bool = False
+    """It draws from the profile alone (not the key_averages table): shown the run as soon as the profile is read,
+    while the table is computed (a big trace's loader process spends ~1 s on it), so that when the table comes
+    only the panes that need it are drawn."""
 
     def make(self) -> Widget:
         return self.compose() if self.compose is not None else self.widget(id=self.id)
@@ -113,8 +127,8 @@ class PaneSpec:
 
 PANES: list[PaneSpec] = [
     PaneSpec("ops", "Ops table", OpTableView, OpsPane),
-    PaneSpec("timeline", "Timeline", Timeline),
-    PaneSpec("chain", "Chain", ChainView),
-    PaneSpec("calltree", "Call tree", CallTreeView),
+    PaneSpec("timeline", "Timeline", Timeline, before_table=True),
+    PaneSpec("chain", "Chain", ChainView, before_table=True),
+    PaneSpec("calltree", "Call tree", CallTreeView, before_table=True),
 ]
 """Every pane of the explorer, in layout and Tab order."""
