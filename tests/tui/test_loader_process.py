@@ -296,11 +296,18 @@ async def test_panes_show_the_profile_before_its_table(corpus_dir, tmp_path, cac
         early = app.timeline.profile
         assert sum(1 for line in lanes if "█" in line or "▌" in line or "▐" in line) >= 2, lanes
         await pilot.press("tab")  # the timeline takes keys meanwhile
+        assert app.focused is app.timeline
+        window = app.timeline.title
+        await pilot.press("plus")
+        assert app.timeline.title != window  # zoomed in
         flag.touch()
         await app.workers.wait_for_complete()
         assert await settle(pilot, lambda: not app.ops.loading and app.table is not None)
         assert app.profile is early and app.timeline.profile is early
-        assert [app.timeline.render_line(y).text for y in range(app.timeline.size.height)][1:] == lanes[1:]
+        assert app.focused is app.timeline  # the table's arrival does not take the focus from the user's pane
+        await pilot.press("minus")
+        lanes_after = [app.timeline.render_line(y).text for y in range(app.timeline.size.height)]
+        assert lanes_after[1:] == lanes[1:]  # the same lanes, zoomed back out
         direct = key_averages(session_load(find_runs(trace)[0], LoadOptions(cache=False)))
         assert list(app.table.name) == list(direct.name)
         assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer, Input, LoadingIndicator, Static
+from textual.widgets import Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
@@ -28,6 +28,7 @@ from trntui.tui.panes import PANES, LoadedRun, Pane, same_view
 from trntui.tui.screens import SCREENS, screen_spec
 from trntui.tui.widgets.calltree import CallTreeView
 from trntui.tui.widgets.chain import ChainView
+from trntui.tui.widgets.keys_footer import KeysFooter
 from trntui.tui.widgets.op_table import OpTableView
 from trntui.tui.widgets.timeline import Timeline
 
@@ -136,6 +137,8 @@ class TrntuiApp(App[None]):
         """The run every pane shows (profile and table), None before the first load."""
         self.shown_early: LoadedRun | None = None
         """The run being loaded, shown in the `before_table` panes while its table is computed (`ProfileShown`)."""
+        self.focus_when_shown: Any = None
+        """The focused widget when `shown_early` was shown (the loading ops table cannot take the focus)."""
         self.ranks_report: tuple[str, object] | None = None
         """(job name, RanksReport) of the last Ranks screen, so reopening it does not summarise again."""
 
@@ -148,7 +151,7 @@ class TrntuiApp(App[None]):
         with Container(id="panes"):
             for spec in PANES:
                 yield spec.make()
-        yield Footer()
+        yield KeysFooter()
 
     def panes(self) -> list[Pane]:
         """The pane widgets, in `PANES` order."""
@@ -186,7 +189,15 @@ class TrntuiApp(App[None]):
 
     def _titles(self) -> None:
         for pane in self.panes():
-            pane.border_title = Text(pane.title)  # type: ignore[attr-defined]
+            self._title(pane)
+
+    def _title(self, pane: Any) -> None:
+        """Show the pane's `title` in its border. Set only when it changed: setting a border title repaints the
+        whole pane (Textual refreshes it unconditionally), and the app sets them all after each change."""
+        title = pane.title
+        if getattr(pane, "_trntui_title", None) != title:
+            pane._trntui_title = title
+            pane.border_title = Text(title)
 
     def _info(self, text: str) -> None:
         """Show `text` (it may hold file and run names: made terminal-safe, never markup) in the header."""
@@ -269,6 +280,7 @@ class TrntuiApp(App[None]):
                 lane_groups(profile, MAX_SUBROWS)
                 display_span(profile)
                 early["subset"] = self._subset(profile)
+                early["header"] = describe(profile, run.name, path.name)
                 early["profile"] = profile
                 if worker.is_cancelled:
                     raise Cancelled()
@@ -284,7 +296,8 @@ class TrntuiApp(App[None]):
             self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
             from trntui.analysis.key_averages import key_averages
 
-            subset, view, subset_text = early["subset"] if early.get("profile") is profile else self._subset(profile)
+            prepared = early.get("profile") is profile
+            subset, view, subset_text = early["subset"] if prepared else self._subset(profile)
             table = key_averages(profile, events=subset)
             if worker.is_cancelled:
                 raise Cancelled()
@@ -302,9 +315,10 @@ class TrntuiApp(App[None]):
             display_span(profile)
             if worker.is_cancelled:
                 raise Cancelled()
+            header = early["header"] if prepared else describe(profile, run.name, path.name)
             self.post_message(
                 ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text,
-                              cpu_seconds=time.thread_time() - began_cpu)
+                              cpu_seconds=time.thread_time() - began_cpu, header=header)
             )
         except Cancelled:
             self.post_message(LoadCancelled())
@@ -351,6 +365,7 @@ class TrntuiApp(App[None]):
             return  # the load was cancelled or replaced meanwhile
         run = self._loaded_run(message.run.name, message.profile, None, message.view)
         self.shown_early = run
+        self.focus_when_shown = self.focused
         for spec, pane in zip(PANES, self.panes()):
             if spec.before_table:
                 pane.show_run(run)
@@ -411,10 +426,12 @@ class TrntuiApp(App[None]):
             pane.show_run(run)
         for spec, pane in shown:
             pane.loading = False
-        header = describe(message.profile, message.run.name, self.path.name)
+        header = message.header or describe(message.profile, message.run.name, self.path.name)
         self._info(f"{header} · {message.subset}" if message.subset else header)
         self._titles()
-        if getattr(self, "focus_after_load", "") == "timeline":
+        if early is not None and self.focused is not None and self.focused is not self.focus_when_shown:
+            pass  # the user went to a pane shown before the table (Tab, a click): the focus stays there
+        elif getattr(self, "focus_after_load", "") == "timeline":
             self.timeline.focus()
         else:
             self.ops.focus()
@@ -457,8 +474,7 @@ class TrntuiApp(App[None]):
     # -- pane coordination -----------------------------------------------------------------------
     @on(PaneTitleChanged)
     def _title_changed(self, message: PaneTitleChanged) -> None:
-        pane = message.pane
-        pane.border_title = Text(pane.title)
+        self._title(message.pane)
 
     @on(OpTableView.OpSelected)
     def _op_selected(self, message: OpTableView.OpSelected) -> None:

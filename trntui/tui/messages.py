@@ -67,6 +67,8 @@ class ProfileLoaded(Message):
     """What the ops table covers when not the whole profile, e.g. `steps 3-5: 1,234 events`."""
     cpu_seconds: float = 0.0
     """CPU time the load worker's thread spent (the load without waiting for a busy machine)."""
+    header: str = ""
+    """The header line (`app.describe`), made by the worker; "": the app makes it."""
 
 
 @dataclass
