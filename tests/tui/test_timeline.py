@@ -193,3 +193,22 @@ async def test_lane_paging(corpus_dir):
         assert timeline.display_rows[timeline.cursor_row].row is not None
         await pilot.press("pageup", "pageup", "pageup", "pageup")
         assert timeline.cursor_row <= start
+
+
+async def test_big_profile_gets_its_sub_rows_after_the_first_frame(corpus_dir, monkeypatch):
+    """A profile too big to nest before its first frame (`BACKGROUND_NESTING_EVENTS`) is drawn first with one
+    row per lane, then gets the same sub-rows (and the same screen) as a profile nested up front."""
+    import trntui.tui.app as app_module
+    from trntui.analysis.timeline import depths_ready
+
+    from .conftest import opened, settle
+
+    trace = corpus_dir / "cuda_ns_resolution_68k.json.gz"
+    async with opened(trace, size=(200, 55)) as (app, pilot):
+        upfront = [app.timeline.render_line(y).text for y in range(app.timeline.size.height)]
+        assert any(d.row is not None and d.row.depth > 0 for d in app.timeline.display_rows)
+    monkeypatch.setattr(app_module, "BACKGROUND_NESTING_EVENTS", 1000)
+    async with opened(trace, size=(200, 55)) as (app, pilot):
+        assert await settle(pilot, lambda: depths_ready(app.profile) and not any(w.is_running for w in app.workers))
+        assert await settle(pilot, lambda: any(d.row is not None and d.row.depth > 0 for d in app.timeline.display_rows))
+        assert [app.timeline.render_line(y).text for y in range(app.timeline.size.height)] == upfront

@@ -440,7 +440,14 @@ class TrntuiApp(App[None]):
         from trntui.analysis.timeline import depths_ready
 
         if not depths_ready(message.profile):
-            self.prepare_depths(message.profile)
+            # after this frame: the nesting (~1 s of a 2M-event profile, in a thread) would share the GIL with it
+            self.call_after_refresh(self._start_depths, message.profile)
+
+    def _start_depths(self, profile: "Profile") -> None:
+        from trntui.analysis.timeline import depths_ready
+
+        if profile is self.profile and not depths_ready(profile):
+            self.prepare_depths(profile)
 
     @work(thread=True, exclusive=True, group="depths", exit_on_error=False)
     def prepare_depths(self, profile: "Profile") -> None:
