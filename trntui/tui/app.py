@@ -293,15 +293,17 @@ class TrntuiApp(App[None]):
                                        prepare=prepare)
             if worker.is_cancelled:
                 raise Cancelled()
-            self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
+            prepared = early.get("profile") is profile  # shown early: its rows are built, its table came with it
+            if not prepared:
+                self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
             from trntui.analysis.key_averages import key_averages
 
-            prepared = early.get("profile") is profile
             subset, view, subset_text = early["subset"] if prepared else self._subset(profile)
             table = key_averages(profile, events=subset)
             if worker.is_cancelled:
                 raise Cancelled()
-            self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
+            if not prepared:
+                self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
             from trntui.analysis.timeline import display_span, lane_groups
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
