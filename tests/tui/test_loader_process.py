@@ -340,3 +340,39 @@ async def test_esc_while_the_table_is_computed_stops_the_loader(corpus_dir, tmp_
         assert "before the ops table" in head and "q: quit" in head
         assert app.profile is None and app.table is None and not any(p.loading for p in app.panes())
         assert app.timeline.profile is not None
+
+
+_OPEN_AND_LIST_MODULES = """
+import asyncio, sys
+from trntui.tui.app import TrntuiApp
+async def go():
+    app = TrntuiApp(sys.argv[1])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.profile is not None and not app.ops.loading:
+                break
+        await pilot.pause(0.2)
+        footer = " ".join(str(k.description) for k in app.query("FooterKey"))
+        print(app.profile is not None, "Overview" in footer, "Compare" in footer)
+        print(" ".join(sorted(m for m in sys.modules if m.startswith("trntui.tui.screens."))))
+asyncio.run(go())
+"""
+
+
+def test_the_footer_does_not_import_the_screens(corpus_dir, tmp_path):
+    """Opening a trace (the footer asks every screen's key whether it works, from the first frame on) imports
+    none of the feature screens' modules (compare, overview, device, ranks: ~0.1-0.2 s of a core, taken from a
+    big trace's decode); their keys are listed as before (the overview's, not compare's for a single run)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=str(Path(loader.__file__).resolve().parents[2]), TRNTUI_CACHE_DIR=str(tmp_path / "c"))
+    out = subprocess.run([sys.executable, "-c", _OPEN_AND_LIST_MODULES, str(corpus_dir / "cuda_simple_add.json.gz")],
+                         env=env, capture_output=True, text=True, timeout=120, check=True).stdout.splitlines()
+    assert out[0] == "True True False", out
+    imported = out[1].split() if len(out) > 1 else []
+    assert not [m for m in imported if m.rsplit(".", 1)[1] in ("compare", "overview", "device", "ranks")], imported
