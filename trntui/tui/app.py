@@ -279,7 +279,10 @@ class TrntuiApp(App[None]):
                     profile.nesting()
                 lane_groups(profile, MAX_SUBROWS)
                 display_span(profile)
-                early["subset"] = self._subset(profile)
+                try:
+                    early["subset"] = self._subset(profile)
+                except TrntuiError:
+                    return  # (--steps naming no step of this trace) raised again, and shown, once the load is done
                 early["header"] = describe(profile, run.name, path.name)
                 early["profile"] = profile
                 if worker.is_cancelled:
