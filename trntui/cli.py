@@ -154,12 +154,12 @@ GC_FIRST_GENERATION = 50_000
 
 
 def entry() -> NoReturn:
-    """The `trntui` program (pyproject [project.scripts], `python -m trntui`, `python -m trntui.cli`): `main()`,
-    then, for a command that only reads and prints, the process ends at once: the output flushed and the
-    atexit callbacks run, but the interpreter's teardown (freeing every object and module, cyclic collections
-    over them) skipped with `os._exit` (after a 69 MB trace's summary: 47 M instructions, 84 ms between the
-    output's write and the end at load ~3), time a user waits for nothing. Where another thread is still alive (a Dask client, a pool) the interpreter ends as usual, so
-    that it is joined."""
+    """The `trntui` program (pyproject [project.scripts], `python -m trntui`, `python -m trntui.cli`): `main()`, then,
+    for a command that only reads and prints, the process ends at once: the output flushed and the atexit callbacks
+    run, but the interpreter's teardown (freeing every object and module, cyclic collections over them) skipped with
+    `os._exit` (after a 69 MB trace's summary: 47 M instructions, 84 ms between the output's write and the end at
+    load ~3), time a user waits for nothing. Where another thread is still alive (a Dask client, a pool) the
+    interpreter ends as usual, so that it is joined."""
     fast = _command_word(sys.argv[1:]) in FAST_EXIT_COMMANDS
     if fast:
         # The start imports ~300 modules, which live until the end: the cyclic GC ran ~48 times over them before

@@ -5,9 +5,9 @@ A feature screen is one module here (e.g. `screens/compare.py`) that provides
 
 - `open_screen(app)`: push the screen (or start a worker that pushes it when its data is ready); a load or an
   analysis never runs on the UI thread;
-- `available(app) -> bool` (optional): whether its key works now (e.g. compare needs two runs); the footer and
-  the palette leave it out when not. The part of it that needs nothing from the module goes in the spec line's
-  `ready` too, so that asking does not import the module;
+- `available(app) -> bool` (optional): the conditions on its key that need the module itself (e.g. device: not
+  from its own screens); the footer and the palette leave the key out when it says no. What needs nothing from
+  the module (compare needs two runs) is the spec line's `ready` instead, so that asking does not import it;
 - `KEY_SECTIONS` (optional): `[(section title, class with BINDINGS), ...]` of the screen's own keys, listed
   in docs/tui.md (trntui/tui/keys.py);
 

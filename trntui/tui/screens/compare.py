@@ -433,11 +433,6 @@ KEY_SECTIONS = [("Compare view", CompareScreen)]
 """The compare view's keys, for docs/tui.md (trntui/tui/screens/__init__.py)."""
 
 
-def available(app: App) -> bool:
-    """`c` in the explorer works when the opened path holds several runs."""
-    return len(getattr(app, "runs", ())) > 1
-
-
 def open_screen(app: App) -> None:
     """`c` in the explorer: compare every run under the opened path."""
     open_compare(app, app.path)  # type: ignore[attr-defined]

@@ -340,10 +340,8 @@ KEY_SECTIONS = [("Device view (D on a hardware execution)", DeviceScreen)]
 
 
 def available(app: Any) -> bool:
-    """`D` in the explorer works on a Neuron profile, and not from the Device view itself."""
-    if isinstance(app.screen, (DeviceScreen, RooflineScreen)):
-        return False
-    return app.profile is not None and app.profile.meta.device_kind == "neuron"
+    """`D` in the explorer works on a Neuron profile (the spec's `ready`), and not from the Device view itself."""
+    return not isinstance(app.screen, (DeviceScreen, RooflineScreen))
 
 
 def open_screen(app: Any) -> None:

@@ -270,11 +270,6 @@ KEY_SECTIONS = [("Ranks screen", RanksScreen), ("Ranks heatmap", RankHeatmap)]
 """The Ranks screen's keys, for the help screen and docs/tui.md (trntui/tui/screens/__init__.py)."""
 
 
-def available(app: Any) -> bool:
-    """`R` in the explorer works when the opened path holds several runs."""
-    return len(app.runs) > 1
-
-
 def open_screen(app: Any) -> None:
     """`R` in the explorer: the Ranks screen of the job under the path."""
     from trntui.errors import TrntuiError
