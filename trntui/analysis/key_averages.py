@@ -21,7 +21,7 @@ import numpy as np
 
 from trntui.analysis.demangle import demangle
 from trntui.analysis.links import Links, build_links, thread_codes
-from trntui.analysis.sort_keys import SORT_KEYS, normalize_sort_key  # noqa: F401  (their home before sort_keys.py)
+from trntui.analysis.sort_keys import normalize_sort_key
 from trntui.model import categories as C
 from trntui.model.arrays import distinct, small_uint
 from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
@@ -530,10 +530,9 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         tops = distinct(heir)  # (few: one per merged chain)
         deepest = np.full(len(tops), -1, np.int64)
         np.maximum.at(deepest, np.searchsorted(tops, heir), dpos)
-        d = deepest
-        kern_pos[tops] = np.where(has_kern_pos[d], kern_pos[d], 0)
-        kern_us_pos[tops] = np.where(has_kern_pos[d], kern_us_pos[d], 0.0)
-        has_kern_pos[tops] = has_kern_pos[d]
+        kern_pos[tops] = np.where(has_kern_pos[deepest], kern_pos[deepest], 0)
+        kern_us_pos[tops] = np.where(has_kern_pos[deepest], kern_us_pos[deepest], 0.0)
+        has_kern_pos[tops] = has_kern_pos[deepest]
     # the final tree: a node whose parent was deleted hangs from that parent's nearest kept ancestor
     final_parent = ppos  # positions; -1 at roots
     if len(dpos):

@@ -97,7 +97,7 @@ def _command_line(args: argparse.Namespace, out: Path, variants: list[str]) -> s
 
 
 def _check_sort(key: str) -> str:
-    from trntui.analysis.key_averages import normalize_sort_key
+    from trntui.analysis.sort_keys import normalize_sort_key
     from trntui.errors import TrntuiError
 
     try:
@@ -207,7 +207,8 @@ def _tui_launcher(several: bool = False) -> Any:
 
 def print_summaries(result: Any, sort_key: str, limit: int | None, options: Any = None) -> int:
     """One key_averages table per variant (as `trntui summary`), then a side-by-side line per variant."""
-    from trntui.analysis.key_averages import key_averages, normalize_sort_key
+    from trntui.analysis.key_averages import key_averages
+    from trntui.analysis.sort_keys import normalize_sort_key
     from trntui.errors import TrntuiError
     from trntui.session import find_runs, load_run
     from trntui.report.summary import format_time, render
