@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tui.conftest import opened
+from tests.tui.conftest import opened, settle
 from trntui.tui.capture import screen_text
 from trntui.tui.screens.device import DeviceScreen
 
@@ -33,6 +33,27 @@ async def _to_hardware_lane(app, pilot) -> None:
         await pilot.pause()
 
 
+async def _open_device_view(app, pilot) -> None:
+    """`D`, then wait until the Device view has loaded (or failed) and drawn: the screen's module is imported on the
+    key and its loader is a worker of the new screen, so one wait for the app's workers can come before it starts."""
+    await pilot.press("D")
+
+    def drawn() -> bool:
+        screen = app.screen
+        if not isinstance(screen, DeviceScreen):
+            return False
+        if screen.error:
+            return True
+        if screen.report is None or not screen.tables:
+            return False
+        text = screen_text(app)  # the title, the engines and the first table drawn
+        return "loading the device profile" not in text and screen.tables[0].title.split(" (")[0] in text
+
+    await settle(pilot, drawn)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 async def test_device_view_from_the_hardware_lane() -> None:
     async with opened(NAIVE, size=(160, 50)) as (app, pilot):
         await _to_hardware_lane(app, pilot)
@@ -40,9 +61,7 @@ async def test_device_view_from_the_hardware_lane() -> None:
         assert "▸ nc_exec_running" in status  # the timeline's status line: the event under the cursor
         event = app.timeline.event_under_cursor()
         assert app.profile.lane_of(event).label.endswith("neuron_hw/NC0:0")
-        await pilot.press("D")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _open_device_view(app, pilot)
         screen = app.screen
         assert isinstance(screen, DeviceScreen) and screen.error == ""
         text = screen_text(app)
@@ -80,9 +99,7 @@ async def test_device_view_from_the_hardware_lane() -> None:
 async def test_device_view_at_80x24_keeps_the_verdict() -> None:
     async with opened(NAIVE, size=(80, 24)) as (app, pilot):
         await _to_hardware_lane(app, pilot)
-        await pilot.press("D")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _open_device_view(app, pilot)
         text = screen_text(app)
         assert "Verdict: memory-bound · AI 0.25 <" in text and "p: roofline plot" in text
         assert "Vector (DVE)" in text and "0:0/Vector" in text  # lane labels keep their end when cut
@@ -93,9 +110,7 @@ async def test_device_view_keys_zoom_the_engine_lanes() -> None:
         await _to_hardware_lane(app, pilot)
         for _ in range(3):  # the fourth execution: aten::rsqrt on the Scalar engine
             await pilot.press("right_square_bracket")
-        await pilot.press("D")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _open_device_view(app, pilot)
         screen = app.screen
         assert isinstance(screen, DeviceScreen)
         assert screen.report.window.index == 3 and screen.report.engine("Scalar").instructions == 2
@@ -118,9 +133,7 @@ async def test_device_view_without_a_device_profile(tmp_path: Path) -> None:
     shutil.copytree(NAIVE, tmp_path / "naive")  # the system sample alone, away from sample_profiles/neuron/device
     async with opened(tmp_path / "naive", size=(120, 40)) as (app, pilot):
         await _to_hardware_lane(app, pilot)
-        await pilot.press("D")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _open_device_view(app, pilot)
         screen = app.screen
         assert isinstance(screen, DeviceScreen)
         assert "no device profile for PID 51001 NC0" in screen.error
