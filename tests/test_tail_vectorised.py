@@ -54,3 +54,16 @@ def test_one_sided_flows_counted_as_a_dict_of_roles(halves, offset):
     for c, k, r in zip(cat.tolist(), key.tolist(), role.tolist()):
         roles.setdefault((c, k), set()).add(r)
     assert _count_one_sided(cat, key, role) == sum(len(r) == 1 for r in roles.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=16))
+def test_profiler_step_names_are_not_demangled(suffix):
+    """`rewrite_name` does not ask the C++ runtime about `ProfilerStep#...` names: it would not change them."""
+    from trntui.analysis.demangle import available, demangle
+    from trntui.analysis.key_averages import rewrite_name
+
+    name = "ProfilerStep#" + suffix
+    if available():
+        assert demangle(name) == name
+    assert rewrite_name(name) == "ProfilerStep*"

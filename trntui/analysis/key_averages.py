@@ -82,7 +82,11 @@ ROW_FIELDS = (
 
 
 def rewrite_name(name: str) -> str:
-    """torch's `_rewrite_name(name, with_wildcard=True)`: demangled, `ProfilerStep#N` → `ProfilerStep*`."""
+    """torch's `_rewrite_name(name, with_wildcard=True)`: demangled, `ProfilerStep#N` → `ProfilerStep*`.
+    (`ProfilerStep#N` itself never demangles: `__cxa_demangle` reads `Pro` as a type and fails on the rest, so
+    it is not asked, once per step.)"""
+    if name.startswith("ProfilerStep#"):
+        return "ProfilerStep*"
     name = demangle(name)
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
 
@@ -350,20 +354,19 @@ def _explain_negative_self_cpu(profile: Profile, table: OpTable) -> None:
 
 @dataclass
 class CpuTree:
-    """torch's CPU event forest: kept events, their parents, their times as torch computes them, the device rows
-    attached to each op, and the memory records."""
+    """torch's CPU event forest: the CPU events, their times as torch computes them, the device rows attached to
+    each op, and the memory records. Arrays are per CPU event in (thread, start, -end) order, merged nodes
+    included (`deleted` says which: gathering every array through the kept nodes cost more than the table's
+    aggregation skipping them)."""
 
     events: np.ndarray
-    """Event indexes that are rows of the table (after name filtering and duplicate-node removal), in
-    (thread, start, -end) order; the arrays below are aligned with it."""
-    parent: np.ndarray
-    """Parent event of each kept event (-1 at a root)."""
+    """The CPU events (after name filtering) in (thread, start, -end) order; the arrays below are aligned with it."""
+    deleted: np.ndarray
+    """Positions (ascending) of the nodes `_remove_dup_nodes` merges into their parent: not rows of the table."""
     cpu_total_us: np.ndarray
-    """torch's `cpu_time_total` per kept event: end_us - start_us, both relative to the trace start."""
+    """torch's `cpu_time_total` per event: end_us - start_us, both relative to the trace start."""
     self_cpu_us: np.ndarray
     """torch's `self_cpu_time_total`: `cpu_time_total - sum(child.cpu_time_total for child in cpu_children)`."""
-    kernels_ns: np.ndarray
-    """Sum of attached device rows' durations (ns) per kept op (after lifting in dup removal)."""
     device_total_us: np.ndarray
     """torch's device_time_total per kept CPU event: own kernels plus children's totals."""
     self_device_us: np.ndarray
@@ -371,7 +374,7 @@ class CpuTree:
     device_rows: np.ndarray
     """Device-typed events kept as their own rows."""
     cpu_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    """Per kept event: bytes of the CPU memory records inside its interval (any thread), torch's
+    """Per event: bytes of the CPU memory records inside its interval (any thread), torch's
     `cpu_memory_usage`."""
     device_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     self_cpu_memory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -385,7 +388,7 @@ class CpuTree:
     memory_attached: bool = False
     """Memory records were attributed (else every memory column is zeros)."""
     system_device: bool = False
-    """`kernels_ns` came from a Neuron system trace (nc_exec_running attributed through links), not from
+    """Device time came from a Neuron system trace (nc_exec_running attributed through links), not from
     trace.json device rows: then the Self-device denominator is the sum over ops (torch's legacy path)."""
 
 
@@ -466,12 +469,10 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
 
     # device rows attached to their frontend op (torch: kernels of `fe`, linked via External id / correlation)
     dv = np.nonzero(dev_mask & (links.op_of >= 0))[0]
-    kern_ev = kern_us_ev = has_kern_ev = None
+    kern_us_ev = has_kern_ev = kern_ns_ev = None
     if len(dv):
-        kern_ev = np.zeros(n, np.int64)
         kern_us_ev = np.zeros(n, np.float64)
         has_kern_ev = np.zeros(n, bool)
-        np.add.at(kern_ev, links.op_of[dv], end[dv] - start[dv])
         _ordered_sum(kern_us_ev, links.op_of[dv], _us(end[dv], origin) - _us(start[dv], origin))
         has_kern_ev[links.op_of[dv]] = True
     system_device = False
@@ -480,12 +481,10 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         for hook in profile.hooks.device_time:
             attributed = hook(profile, links)
             if attributed:
-                kern_ev = np.zeros(n, np.int64)
-                kern_us_ev = np.zeros(n, np.float64)
+                kern_ns_ev = np.zeros(n, np.int64)  # (ns: merged nodes' times add up exactly, below)
                 has_kern_ev = np.zeros(n, bool)
                 ops_ = np.fromiter(attributed.keys(), np.int64, count=len(attributed))
-                kern_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
-                kern_us_ev[ops_] = kern_ev[ops_] / 1000.0
+                kern_ns_ev[ops_] = np.fromiter(attributed.values(), np.int64, count=len(attributed))
                 has_kern_ev[ops_] = True
                 system_device = True
                 break
@@ -514,59 +513,49 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         if not len(chained):
             break
         heir[chained] = ppos[heir[chained]]
-    has_kern = kern_ev is not None
+    has_kern = has_kern_ev is not None
     if has_kern:  # (gathers: new arrays, changed in place below)
-        kern_pos = kern_ev[order]
-        kern_us_pos = kern_us_ev[order]
         has_kern_pos = has_kern_ev[order]
-    if has_kern and len(dpos) and system_device:
-        # Neuron system-trace time is trntui's attribution, not a torch kernel (torch never sees it): torch's lift
-        # (the parent takes the deleted child's kernels) would drop the op's time when its dispatch row carries
-        # the op's name; the merged nodes are one call, so their times add up
-        np.add.at(kern_pos, heir, np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
-        kern_us_pos = kern_pos / 1000.0
-        has_kern_pos[heir[has_kern_pos[dpos]]] = True
-    elif has_kern and len(dpos):
-        tops = distinct(heir)  # (few: one per merged chain)
-        deepest = np.full(len(tops), -1, np.int64)
-        np.maximum.at(deepest, np.searchsorted(tops, heir), dpos)
-        kern_pos[tops] = np.where(has_kern_pos[deepest], kern_pos[deepest], 0)
-        kern_us_pos[tops] = np.where(has_kern_pos[deepest], kern_us_pos[deepest], 0.0)
-        has_kern_pos[tops] = has_kern_pos[deepest]
-    # the final tree: a node whose parent was deleted hangs from that parent's nearest kept ancestor
+        if system_device:
+            kern_pos = kern_ns_ev[order]
+            if len(dpos):
+                # Neuron system-trace time is trntui's attribution, not a torch kernel (torch never sees it): torch's
+                # lift (the parent takes the deleted child's kernels) would drop the op's time when its dispatch row
+                # carries the op's name; the merged nodes are one call, so their times add up
+                np.add.at(kern_pos, heir, np.where(has_kern_pos[dpos], kern_pos[dpos], 0))
+                has_kern_pos[heir[has_kern_pos[dpos]]] = True
+            kern_us_pos = kern_pos / 1000.0
+        else:
+            kern_us_pos = kern_us_ev[order]
+            if len(dpos):
+                tops = distinct(heir)  # (few: one per merged chain)
+                deepest = np.full(len(tops), -1, np.int64)
+                np.maximum.at(deepest, np.searchsorted(tops, heir), dpos)
+                kern_us_pos[tops] = np.where(has_kern_pos[deepest], kern_us_pos[deepest], 0.0)
+                has_kern_pos[tops] = has_kern_pos[deepest]
+    # the final tree: a node whose parent was deleted hangs from that parent's nearest kept ancestor; deleted
+    # nodes hang from nothing (their time is their heir's)
     final_parent = ppos  # positions; -1 at roots
     if len(dpos):
         final_parent = ppos.copy()
         moved = np.flatnonzero(has_par & deleted[pp])
         final_parent[moved] = heir[np.searchsorted(dpos, ppos[moved])]
-        kept = np.flatnonzero(~deleted)
-        fp = final_parent[kept]
-    else:  # (nothing merged: every node kept, the arrays below are taken whole)
-        kept = np.arange(m)
-        fp = final_parent
-
-    def of_kept(a: np.ndarray) -> np.ndarray:
-        return a[kept] if len(dpos) else a
-
+        final_parent[dpos] = -1
     del has_par, pp, ppos
-    linked = fp >= 0
+    linked = final_parent >= 0
     # Self CPU: the children's totals summed in child (tree) order, then subtracted, as torch does
     children_us = np.zeros(m, np.float64)
-    _ordered_sum(children_us, fp[linked], of_kept(total_us)[linked])
+    _ordered_sum(children_us, final_parent[linked], total_us[linked])
     self_us = total_us - children_us
-    del children_us
+    del children_us, linked
 
     # device_time_total bottom-up over the final tree: own kernels plus the children's totals (summed in order)
     if has_kern:
-        kern_kept = np.where(has_kern_pos, kern_pos, 0)
-        own = has_kern_pos
-        if len(dpos):
-            kern_kept[dpos] = 0
-            own = has_kern_pos & ~deleted
+        own = has_kern_pos & ~deleted if len(dpos) else has_kern_pos
         kern_us_kept = np.where(own, kern_us_pos, 0.0)
         device_total = kern_us_kept.copy()
         child_dev = np.zeros(m, np.float64)
-        if has_kern_ev.any() and len(kept):
+        if has_kern_ev.any() and m:
             # only ops with device time and their ancestors have any (the others' totals are 0.0, and adding 0.0
             # changes no float sum); their depth in the final tree by pointer doubling, then children before
             # parents, one level at a time (each parent's children summed in tree order, as torch does)
@@ -587,24 +576,21 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
                 up = at[final_parent[at] >= 0]
                 _ordered_sum(child_dev, final_parent[up], device_total[up])
         self_device = device_total - child_dev
-        kern_kept, device_total, self_device = of_kept(kern_kept), of_kept(device_total), of_kept(self_device)
     else:  # no device time anywhere
-        kern_kept = np.zeros(len(kept), np.int64)
-        device_total = np.zeros(len(kept), np.float64)
-        self_device = np.zeros(len(kept), np.float64)
+        device_total = np.zeros(m, np.float64)
+        self_device = np.zeros(m, np.float64)
 
     tree = CpuTree(
-        events=of_kept(order),
-        parent=np.where(fp >= 0, order[np.maximum(fp, 0)], NO_ID),
-        cpu_total_us=of_kept(total_us),
-        self_cpu_us=of_kept(self_us),
-        kernels_ns=kern_kept,
+        events=order,
+        deleted=dpos,
+        cpu_total_us=total_us,
+        self_cpu_us=self_us,
         device_total_us=device_total,
         self_device_us=self_device,
         device_rows=np.nonzero(dev_mask)[0],
         system_device=system_device,
     )
-    _attach_memory(profile, tree, cpu, order, kept, final_parent, sel)
+    _attach_memory(profile, tree, cpu, order, final_parent, sel)
     return tree
 
 
@@ -613,7 +599,6 @@ def _attach_memory(
     tree: CpuTree,
     cpu: np.ndarray,
     order: np.ndarray,
-    kept: np.ndarray,
     final_parent: np.ndarray,
     sel: np.ndarray | None,
 ) -> None:
@@ -621,10 +606,10 @@ def _attach_memory(
     whose time lies in [start, end] (both ends, any thread); Self = own minus the children's (final tree); records
     no CPU event contains become `[memory]` rows, and every `[OutOfMemory]` record a row of its own."""
     m = len(order)
-    tree.cpu_memory = np.zeros(len(kept), np.int64)
-    tree.device_memory = np.zeros(len(kept), np.int64)
-    tree.self_cpu_memory = np.zeros(len(kept), np.int64)
-    tree.self_device_memory = np.zeros(len(kept), np.int64)
+    tree.cpu_memory = np.zeros(m, np.int64)
+    tree.device_memory = np.zeros(m, np.int64)
+    tree.self_cpu_memory = np.zeros(m, np.int64)
+    tree.self_device_memory = np.zeros(m, np.int64)
     if profile.name_id(MEMORY_EVENT_NAME) < 0 and profile.name_id(OUT_OF_MEMORY_EVENT_NAME) < 0:
         return
     tree.memory_attached = True
@@ -660,16 +645,15 @@ def _attach_memory(
     own_dev = np.zeros(m, np.int64)
     own_cpu[at] = cum_cpu[hi] - cum_cpu[lo]
     own_dev[at] = cum_dev[hi] - cum_dev[lo]
-    fp = final_parent[kept]
-    linked = fp >= 0
+    linked = final_parent >= 0  # (kept nodes with a parent: deleted ones hang from nothing)
     child_cpu = np.zeros(m, np.int64)
     child_dev = np.zeros(m, np.int64)
-    np.add.at(child_cpu, fp[linked], own_cpu[kept[linked]])
-    np.add.at(child_dev, fp[linked], own_dev[kept[linked]])
-    tree.cpu_memory = own_cpu[kept]
-    tree.device_memory = own_dev[kept]
-    tree.self_cpu_memory = (own_cpu - child_cpu)[kept]
-    tree.self_device_memory = (own_dev - child_dev)[kept]
+    np.add.at(child_cpu, final_parent[linked], own_cpu[linked])
+    np.add.at(child_dev, final_parent[linked], own_dev[linked])
+    tree.cpu_memory = own_cpu
+    tree.device_memory = own_dev
+    tree.self_cpu_memory = own_cpu - child_cpu
+    tree.self_device_memory = own_dev - child_dev
 
 
 def _with_ancestors(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -856,15 +840,21 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
         shape_names = list(shape_ids)
         key = key * max(len(shape_names), 1) + sid
     # torch's event list order: (start, -end), then CPU/device events before [memory] before [OutOfMemory]
+    # (the CPU nodes merged into their parent are no rows: left out here, the columns keep them)
     if profile.time_sorted():  # event index order is (start, -end) order already: no sort needed
         pos = np.full(len(profile), -1, np.int64)
         pos[evs] = np.arange(len(evs))
+        pos[cpu_ev[tree.deleted]] = -1
         glob = pos[pos >= 0]
         del pos
     else:
         src = np.concatenate([zi(nc + nd), np.ones(nm, np.int64), np.full(no, 2, np.int64)])
         glob = np.lexsort((evs, src, -end[evs], start[evs])) if len(evs) else zi(0)
-    if len(evs):
+        if len(tree.deleted):
+            row = np.ones(len(evs), bool)
+            row[tree.deleted] = False
+            glob = glob[row[glob]]
+    if len(glob):
         g, first = _groups_by_first(key[glob])  # group of each event (in global order), each group's first
         firsts = glob[first]  # position (in evs) of each group's first event
     else:
