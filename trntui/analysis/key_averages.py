@@ -456,7 +456,11 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     end = profile.end
     origin = trace_start_ns(profile)
     if profile.time_sorted():  # by (thread, start, longest first): one stable (radix) sort of the codes
-        order = cpu[np.argsort(codes[cpu], kind="stable")]
+        cpu_codes = codes[cpu]
+        order = cpu
+        if len(cpu) > 1 and not bool(np.all(cpu_codes[1:] >= cpu_codes[:-1])):  # (one thread: no sort)
+            order = cpu[np.argsort(cpu_codes, kind="stable")]
+        del cpu_codes
     else:
         order = profile.by_key_then_time(codes.astype(np.int64), cpu)
     m = len(order)
@@ -660,12 +664,15 @@ def _with_ancestors(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Sorted positions of the marked nodes and of all their ancestors (`parent`: -1 at roots)."""
     marked = mask.copy()
     frontier = np.flatnonzero(mask)
+    seen_at = np.empty(len(parent), np.int64)  # (which entry of `up` wrote a node last: one entry per node)
     while len(frontier):
         up = parent[frontier]
         up = up[up >= 0]
         up = up[~marked[up]]
         marked[up] = True
-        frontier = distinct(up)
+        at = np.arange(len(up))
+        seen_at[up] = at
+        frontier = up[seen_at[up] == at]  # each new node once (siblings share parents), no sort
     return np.flatnonzero(marked)
 
 

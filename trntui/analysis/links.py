@@ -210,14 +210,14 @@ def innermost_containing(profile: Profile, queries: np.ndarray, candidates: np.n
     q_threads = distinct(keys[queries])
     if len(candidates) > 1 and not bool(np.all(candidates[1:] > candidates[:-1])):
         candidates = np.sort(candidates)  # (ascending, as by_key_then_time wants; usually np.nonzero's already)
-    corder = profile.by_key_then_time(keys, candidates)
-    ck = keys[corder]
+    ck = keys[candidates]
     for t in q_threads.tolist():
-        a = np.searchsorted(ck, t, side="left")
-        b = np.searchsorted(ck, t, side="right")
-        if a == b:
+        # the thread's candidates by (start, longest first): in event order when the profile is time-sorted
+        group = candidates[ck == t]
+        if not len(group):
             continue
-        group = corder[a:b]
+        if not profile.time_sorted():
+            group = profile.by_key_then_time(keys, group)
         gs = start[group]
         ge = end[group]
         qsel = np.nonzero(keys[queries] == t)[0]

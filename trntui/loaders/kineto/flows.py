@@ -107,7 +107,9 @@ def _count_one_sided(fcat: np.ndarray, keys: np.ndarray, role: np.ndarray) -> in
             seen[pair[role == Flows.START]] = 1
             fin = pair[role != Flows.START]
             seen[fin] |= 2  # (a gather, OR and scatter: repeated pairs write the same value)
-            return int(np.count_nonzero(seen == 1)) + int(np.count_nonzero(seen == 2))
+            flows = int(np.count_nonzero(seen))
+            np.equal(seen, 3, out=seen.view(bool))  # (in place: no table-sized temporaries)
+            return flows - int(np.count_nonzero(seen))
     if span < (1 << 62) // max(n_cat, 1) // 2:  # (cat, key, role) packed in one int64: one sort
         packed = np.sort((fcat.astype(np.int64) * span + (keys - keys.min())) * 2 + role)
         pair = packed >> 1
