@@ -4,6 +4,7 @@ code: each fast path gives exactly what the obvious computation gives."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,9 +37,10 @@ def test_index_is_a_dict_of_first_keys(keys, queries, offset):
     first: dict[int, int] = {}
     for key, v in zip(k[order].tolist(), values.tolist()):
         first.setdefault(key, v)
-    got = _Index(k[order], values, len(q))(q)
-    assert got.dtype == np.int64
-    assert got.tolist() == [first.get(x, -1) for x in q.tolist()]
+    for scratch in (None, np.full(200, 5, np.int32)):  # (a used table written over, when it is large enough)
+        got = _Index(k[order], values, len(q), scratch=scratch)(q.copy())
+        assert got.dtype == np.int64
+        assert got.tolist() == [first.get(x, -1) for x in q.tolist()]
 
 
 @settings(max_examples=300, deadline=None)
@@ -67,3 +69,19 @@ def test_profiler_step_names_are_not_demangled(suffix):
     if available():
         assert demangle(name) == name
     assert rewrite_name(name) == "ProfilerStep*"
+
+
+@pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "mtia_inference.json.gz", "rocm_mi250_train.json.gz"])
+def test_flow_binding_same_by_masks_or_by_sort(corpus_dir, monkeypatch, name):
+    """Each thread's slices for the flow binding, by a mask per thread or by one sort of all slices: the same
+    flows, the same notes."""
+    from trntui.loaders.kineto import flows
+    from trntui.loaders.kineto.load import load_kineto
+
+    def bound(limit):
+        monkeypatch.setattr(flows, "_MASKED_THREADS", limit)
+        p = load_kineto(corpus_dir / name)
+        return [p.flows.key.tolist(), p.flows.event.tolist(), p.flows.role.tolist(), p.meta.notes, p.meta.skipped]
+
+    masked, sorted_ = bound(1 << 20), bound(0)
+    assert masked == sorted_ and masked[0]

@@ -128,7 +128,7 @@ class _Index:
     correlations 1, 2, ...) go through a table indexed by key, built once for all queries, instead of a binary
     search per query."""
 
-    def __init__(self, sorted_keys: np.ndarray, values: np.ndarray, queries: int) -> None:
+    def __init__(self, sorted_keys: np.ndarray, values: np.ndarray, queries: int, scratch: np.ndarray | None = None) -> None:
         self.keys, self.values = sorted_keys, values
         self.table: np.ndarray | None = None
         if not len(sorted_keys):
@@ -138,7 +138,13 @@ class _Index:
         if span <= 16 * (len(sorted_keys) + queries) and 0 <= int(values.min()) and int(values.max()) < 1 << 31:
             first = np.ones(len(sorted_keys), bool)
             first[1:] = sorted_keys[1:] != sorted_keys[:-1]
-            self.table = np.full(span + 1, NO_ID, np.int32)  # (the slot past the end: keys out of range)
+            # (the slot past the end: keys out of range); `scratch`: a table no longer needed, written over
+            # instead of new memory (a fresh 25 MB table costs its page faults)
+            if scratch is not None and len(scratch) > span:
+                self.table = scratch[: span + 1]
+                self.table.fill(NO_ID)
+            else:
+                self.table = np.full(span + 1, NO_ID, np.int32)
             self.table[sorted_keys[first] - self.lo] = values[first]
 
     def __call__(self, queries: np.ndarray) -> np.ndarray:
@@ -300,10 +306,11 @@ def build_links(profile: Profile) -> Links:
 
     # device rows -> runtime (correlation) and -> op
     if len(dv):
+        by_ext = np.where(ext[dv] > 0, by_op_ext(ext[dv]), NO_ID)
         rt_corr = corr[rt] if len(rt) else np.empty(0, np.int64)
         rc = np.argsort(rt_corr, kind="stable")
-        runtime_of[dv] = np.where(corr[dv] > 0, _Index(rt_corr[rc], rt[rc], len(dv))(corr[dv]), NO_ID)
-        by_ext = np.where(ext[dv] > 0, by_op_ext(ext[dv]), NO_ID)
+        by_corr = _Index(rt_corr[rc], rt[rc], len(dv), scratch=by_op_ext.table)  # (the ids' table is done with)
+        runtime_of[dv] = np.where(corr[dv] > 0, by_corr(corr[dv]), NO_ID)
         broken = (ext[dv] == corr[dv]) & (runtime_of[dv] >= 0)
         use_ext = (by_ext >= 0) & ~broken
         via_rt = np.where(runtime_of[dv] >= 0, op_of[np.maximum(runtime_of[dv], 0)], NO_ID)

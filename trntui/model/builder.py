@@ -248,7 +248,7 @@ class ProfileBuilder:
             fc = np.concatenate([f[2] for f in self._flows])
             role = np.concatenate([f[3] for f in self._flows])
             flows = Flows(key=key, event=inverse[ev].astype(np.int32), cat=fc, role=role)
-        return Profile(
+        profile = Profile(
             names=self.names,
             cats=self.cats,
             lanes=self.lanes,
@@ -258,6 +258,8 @@ class ProfileBuilder:
             pending_links=pending,
             **data,
         )
+        profile.cache["time_sorted"] = True  # (sorted just now: `time_sorted` need not check 2 columns)
+        return profile
 
 
 def _inverse(order: np.ndarray) -> np.ndarray:

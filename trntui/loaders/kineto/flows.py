@@ -13,6 +13,11 @@ from trntui.model.intervals import walk_back
 from trntui.model.profile import EventKind, Flows
 
 
+_MASKED_THREADS = 8
+"""Up to this many threads with flows, each one's slices are found by a mask over all slices (a compare and a
+compression each), else by one radix sort of all slices by thread."""
+
+
 def add_flows(
     fparts: list[FCols],
     start: np.ndarray,
@@ -47,10 +52,6 @@ def add_flows(
     intervals = kinds == EventKind.COMPLETE
     ev_idx = time_order[intervals[time_order]]  # the slices, by (start, longest first)
     if len(ev_idx):
-        code = ev_thread[ev_idx]
-        order = ev_idx[np.argsort(code, kind="stable")]  # ... by thread: one radix sort
-        bounds = np.zeros(len(threads) + 1, np.int64)
-        np.cumsum(np.bincount(code, minlength=len(threads)), out=bounds[1:])
         f_key = _thread_key(fpid, ftid)
         at = np.minimum(np.searchsorted(threads, f_key), len(threads) - 1)
         f_code = np.where(threads[at] == f_key, at + 1, 0)  # 0: a thread without slices
@@ -58,8 +59,20 @@ def add_flows(
         f_bounds = np.zeros(len(threads) + 2, np.int64)
         np.cumsum(f_count, out=f_bounds[1:])
         f_order = np.argsort(f_code.astype(small_uint(len(threads))), kind="stable")  # by thread (radix)
-        for t in np.flatnonzero(f_count[1:]).tolist():
-            o = order[bounds[t] : bounds[t + 1]]
+        flow_threads = np.flatnonzero(f_count[1:]).tolist()
+        code = ev_thread[ev_idx]
+        if len(flow_threads) <= _MASKED_THREADS:  # their slices by a mask each, no sort of all slices
+            def slices(t: int) -> np.ndarray:
+                return ev_idx[code == t]
+        else:  # ... else all slices by thread: one radix sort
+            order = ev_idx[np.argsort(code, kind="stable")]
+            bounds = np.zeros(len(threads) + 1, np.int64)
+            np.cumsum(np.bincount(code, minlength=len(threads)), out=bounds[1:])
+
+            def slices(t: int) -> np.ndarray:
+                return order[bounds[t] : bounds[t + 1]]
+        for t in flow_threads:
+            o = slices(t)
             s = start[o]
             e = end[o]
             fi = f_order[f_bounds[t + 1] : f_bounds[t + 2]]  # the thread's halves, ascending
