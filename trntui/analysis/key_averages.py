@@ -368,7 +368,7 @@ class CpuTree:
     self_cpu_us: np.ndarray
     """torch's `self_cpu_time_total`: `cpu_time_total - sum(child.cpu_time_total for child in cpu_children)`."""
     device_total_us: np.ndarray
-    """torch's device_time_total per kept CPU event: own kernels plus children's totals."""
+    """torch's device_time_total per event: own kernels plus children's totals."""
     self_device_us: np.ndarray
     """torch's self_device_time_total: device_time_total minus the children's."""
     device_rows: np.ndarray
