@@ -152,8 +152,8 @@ def split(trace: Path, runs: int) -> list[str]:
 
     import msgspec
 
-    from trntui.loaders.kineto import columns, parallel
-    from trntui.loaders.kineto.chunks import BOUNDARY, PIECES
+    from trntui.loaders.kineto import columns
+    from trntui.loaders.kineto.pieces import _PAR_CHUNK, BOUNDARY, PIECES
 
     ns = _floor_types()
     floor = msgspec.json.Decoder(ns["T"])
@@ -163,7 +163,7 @@ def split(trace: Path, runs: int) -> list[str]:
     pieces = []  # ~4 MB pieces, cut from the front at candidate event boundaries (most of the two-process decode's)
     x = 0
     while x < len(inner):
-        m = BOUNDARY.search(inner, x + parallel._PAR_CHUNK) if x + parallel._PAR_CHUNK < len(inner) else None
+        m = BOUNDARY.search(inner, x + _PAR_CHUNK) if x + _PAR_CHUNK < len(inner) else None
         pieces.append((x, len(inner) if m is None else m.start() + 1))
         x = len(inner) if m is None else m.end() - 1
 

@@ -266,10 +266,12 @@ def test_stale_temporaries_are_pruned_by_their_writers_liveness(tmp_path, cache_
 _SLOW_DECODE = """
 import sys, time
 import trntui.loaders.kineto.parallel as par
-import trntui.loaders.kineto.chunks as chunks
-par._PARALLEL_MIN_BYTES = 1 << 10
-par._PAR_CHUNK = 1 << 10
-par.parallel_ok = lambda size: True
+import trntui.loaders.kineto.pieces as pieces
+import trntui.loaders.kineto.early as early
+pieces._PARALLEL_MIN_BYTES = 1 << 10
+pieces._PAR_CHUNK = 1 << 10
+pieces.parallel_ok = lambda size: True
+early.start = lambda path, budget: None  # (the load's own forked decoder, which the slow part_of slows)
 real = par.part_of
 def slow(*a, **k):
     time.sleep(0.1)

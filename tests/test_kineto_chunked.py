@@ -13,6 +13,7 @@ from trntui.loaders import kineto
 from trntui.loaders.kineto import chunks as kchunks
 from trntui.loaders.kineto import load as kload
 from trntui.loaders.kineto import parallel as kparallel
+from trntui.loaders.kineto import pieces as kpieces
 from trntui.loaders.files import read_bytes
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import Profile, ProfileMeta
@@ -66,8 +67,8 @@ def synthetic(seed: int) -> list[dict]:
 def tiny_chunks(monkeypatch):
     def use(chunk: int, parallel: bool) -> None:
         monkeypatch.setattr(kchunks, "_CHUNK_BYTES", chunk)
-        monkeypatch.setattr(kparallel, "_PAR_CHUNK", chunk)
-        monkeypatch.setattr(kparallel, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+        monkeypatch.setattr(kpieces, "_PAR_CHUNK", chunk)
+        monkeypatch.setattr(kpieces, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
     return use
 
 
@@ -106,10 +107,10 @@ def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch)
     """The forked decode really runs (it is not silently falling back) and its pieces come back in order."""
     import gzip
 
-    monkeypatch.setattr(kparallel, "_PAR_CHUNK", 256 << 10)
+    monkeypatch.setattr(kpieces, "_PAR_CHUNK", 256 << 10)
     data = gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes())
     a = data.index(b"[", data.index(b'"traceEvents"'))
-    e = next(kchunks._array_ends(data, a))[0]
+    e = next(kpieces._array_ends(data, a))[0]
     inner = memoryview(data)[a + 1 : e]
     parts = kparallel.decode_parallel(inner, a + 1, len(data))
     assert parts is not None and len(parts) > 10
@@ -122,19 +123,19 @@ def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch)
 def test_two_process_pieces_cover_the_array_and_shrink_where_the_sides_meet(monkeypatch) -> None:
     """The pieces the two sides claim (front and back, in any interleaving) are whole events, cover the event array
     exactly once in order, and get smaller as what is left shrinks (so the two sides finish close together)."""
-    monkeypatch.setattr(kparallel, "_PAR_CHUNK", 4096)
-    monkeypatch.setattr(kparallel, "_PAR_MIN", 512)
+    monkeypatch.setattr(kpieces, "_PAR_CHUNK", 4096)
+    monkeypatch.setattr(kpieces, "_PAR_MIN", 512)
     events = [{"ph": "X", "name": f"op{k}" + "x" * (k % 37), "ts": k, "dur": 1, "pid": 1, "tid": 1} for k in range(2000)]
     inner = memoryview(json.dumps(events).encode()[1:-1])
     for pattern in ([False], [True], [False, True], [True, True, False]):
-        claims = kparallel.Claims(inner)
+        claims = kpieces.Claims(inner)
         taken = []
         k = 0
         while (piece := claims.take(pattern[k % len(pattern)])) is not None:
             taken.append(piece)
             k += 1
         claims.close()
-        assert claims.view[kparallel.Claims.TAKEN] == len(taken)
+        assert claims.view[kpieces.Claims.TAKEN] == len(taken)
         decoded = [e for a, e in sorted(taken) for e in json.loads(b"[" + bytes(inner[a:e]) + b"]")]
         assert decoded == events
         sizes = [e - a for a, e in taken]
@@ -150,8 +151,8 @@ def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parallel
 
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
-    monkeypatch.setattr(kparallel, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
-    monkeypatch.setattr(kparallel, "_PAR_CHUNK", 1 << 20)
+    monkeypatch.setattr(kpieces, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+    monkeypatch.setattr(kpieces, "_PAR_CHUNK", 1 << 20)
     monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
     read = kineto.load_kineto(plain)
     mapped_calls = []

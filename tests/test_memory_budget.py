@@ -20,6 +20,7 @@ from trntui.errors import OverBudget, TrntuiError
 from trntui.session import find_runs, load_run
 from trntui.loaders.kineto import chunks as K
 from trntui.loaders.kineto import parallel as P
+from trntui.loaders.kineto import pieces as PC
 from trntui.loaders.kineto import streaming as S
 
 
@@ -180,8 +181,8 @@ from trntui import memory
 T.K._CHUNK_BYTES = 64 << 10  # the small_stream fixture's thresholds
 memory.STREAMED_FIXED_BYTES = 0
 memory.STREAMED_BYTES_PER_EVENT = 1
-T.P._PARALLEL_MIN_BYTES = 0
-T.P._PAR_CHUNK = 16 << 10
+T.PC._PARALLEL_MIN_BYTES = 0
+T.PC._PAR_CHUNK = 16 << 10
 forked = []
 real = T.P.decode_parallel
 T.P.decode_parallel = lambda *a: forked.append(r := real(*a)) or r
@@ -212,8 +213,8 @@ def test_two_process_streamed_load_equals_in_memory_load(corpus_dir, repo_dir, n
 
 
 def test_two_process_streamed_projection_refuses(corpus_dir, small_stream, monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(P, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(P, "_PAR_CHUNK", 256 << 10)
+    monkeypatch.setattr(PC, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(PC, "_PAR_CHUNK", 256 << 10)
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)
     plain = tmp_path / "cuda_ns_resolution_68k.json"  # plain: a gzip file would be refused while inflating
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))

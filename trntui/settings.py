@@ -14,13 +14,15 @@ environment, and nothing writes it (one exception, below).
 - `TRNTUI_DEBUG=1`: unexpected errors show their traceback.
 
 The exception: a variable that is not trntui's is set for a moment, `OPENBLAS_NUM_THREADS=1` while the CLI
-imports numpy (`numpy_with_one_blas_thread`), then removed again.
+imports numpy (`numpy_with_one_blas_thread`, `one_blas_thread`), then removed again.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 DEFAULT_CACHE_MIN_BYTES = 8 << 20
@@ -81,10 +83,21 @@ def numpy_with_one_blas_thread() -> None:
     (numpy's import: 0.23 -> 0.11 s CPU on a 2-core box), the core the forked decoder needs. The variable is
     removed right after the import (OpenBLAS reads it only when it loads), so processes trntui starts get the
     user's environment; `trntui profile` does not call this (the profiled workload keeps its BLAS threads)."""
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+    if "numpy" in sys.modules:
+        return
+    with one_blas_thread():
+        import numpy  # noqa: F401
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """`OPENBLAS_NUM_THREADS=1` while inside (numpy imported there starts no BLAS worker thread), unless the user
+    chose a number; removed again on the way out."""
+    if "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
-        import numpy  # noqa: F401
+        yield
     finally:
         os.environ.pop("OPENBLAS_NUM_THREADS", None)

@@ -45,7 +45,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_merge_option(p)
     add_no_cache_option(p)
     add_memory_budget_option(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, before_numpy=start_decoder)
+
+
+def start_decoder(args: argparse.Namespace) -> None:
+    """Before numpy is imported (trntui/cli.py): fork the decoder child of a big plain trace's load now, so that it
+    decodes while this process imports numpy and the rest (trntui/loaders/kineto/early.py); the load adopts it."""
+    from pathlib import Path
+
+    from trntui.errors import TrntuiError
+    from trntui.loaders.kineto import early
+    from trntui.loaders.protocol import LoadOptions
+
+    try:
+        budget = LoadOptions.from_env(memory_budget=args.memory_budget).budget
+    except TrntuiError:
+        return  # the command says what is wrong with the value
+    early.start(Path(args.path), budget)
+
+
+def stop_early_decoder() -> None:
+    """The early decoder child (`start_decoder`) is of no use once the load is done (adopted, or a cache hit)."""
+    early = sys.modules.get("trntui.loaders.kineto.early")
+    if early is not None:
+        early.cancel()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         except LoadError as exc:
             skip(exc)
             continue
+        finally:
+            stop_early_decoder()
         subset = None
         if getattr(args, "steps", None) or getattr(args, "window", None):
             from trntui.analysis.select import select_events

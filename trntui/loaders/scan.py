@@ -3,21 +3,20 @@
 A trace may carry any amount of whitespace before, inside or after its JSON (a 200 MB run took 35 s walked a
 byte at a time in Python, and could not be cancelled). These scans look at 1 MiB at a time with numpy, report
 progress after each piece (so `LoadOptions.cancelled` stops them: trntui/progress.py), and give back the pages
-of a memory map once scanned (a streamed load must not hold the file in memory because it was scanned).
+of a memory map once scanned (a streamed load must not hold the file in memory because it was scanned). numpy
+is imported only past the first bytes: the early decoder child (kineto/early.py) finds a normal file's edges
+without it.
 """
 
 from __future__ import annotations
 
 import mmap
+from functools import cache
 from typing import Any
-
-import numpy as np
 
 from trntui.progress import report
 
 WHITESPACE = b" \t\r\n"
-_IS_SPACE = np.zeros(256, bool)
-_IS_SPACE[list(WHITESPACE)] = True
 _STEP = 1 << 20
 _QUICK = 64
 """Bytes looked at one by one first: a normal file has a newline or two at its edges, no more."""
@@ -35,6 +34,23 @@ def _drop(data: Any, a: int, e: int) -> None:
                 pass
 
 
+@cache
+def _is_space() -> Any:
+    """numpy's table of the JSON whitespace bytes (built on first use)."""
+    import numpy as np
+
+    table = np.zeros(256, bool)
+    table[list(WHITESPACE)] = True
+    return table
+
+
+def _non_space(data: Any, a: int, e: int) -> Any:
+    """Positions (from `a`) of the bytes of `data[a:e]` that are not whitespace, with numpy."""
+    import numpy as np
+
+    return np.flatnonzero(~_is_space()[np.frombuffer(data, np.uint8, e - a, a)])
+
+
 def first_non_space(data: Any, start: int = 0, end: int | None = None) -> int:
     """Position of the first byte of `data[start:end]` that is not JSON whitespace (`end` when there is none)."""
     n = len(data) if end is None else end
@@ -46,7 +62,7 @@ def first_non_space(data: Any, start: int = 0, end: int | None = None) -> int:
         k += 1
     while k < n:
         m = min(n, k + _STEP)
-        found = np.flatnonzero(~_IS_SPACE[np.frombuffer(data, np.uint8, m - k, k)])
+        found = _non_space(data, k, m)
         if len(found):
             return k + int(found[0])
         _drop(data, k, m)
@@ -68,7 +84,7 @@ def last_non_space(data: Any, end: int | None = None, lo: int = 0) -> int:
     hi = k + 1  # data[hi:e] is whitespace
     while hi > lo + 1:
         a = max(lo + 1, hi - _STEP)
-        found = np.flatnonzero(~_IS_SPACE[np.frombuffer(data, np.uint8, hi - a, a)])
+        found = _non_space(data, a, hi)
         if len(found):
             return a + int(found[-1])
         _drop(data, a, hi)

@@ -10,7 +10,9 @@ One module per job:
 
 - `schema`: the event structs and their msgspec decoders.
 - `chunks`: chunk scanning of a valid trace (head + event array + tail, the array decoded chunk by chunk).
-- `parallel` / `wire`: the two-process decode of big event arrays and the frames its child writes (read in place).
+- `pieces`: the event array's place in the document, its pieces and the two processes' claims on them (no numpy).
+- `parallel` / `wire`: the two-process decode of big event arrays and the frames its child writes (read in place);
+  `early`: that child forked when `trntui summary` starts, before numpy is imported (it never imports it).
 - `streaming`: memory-mapped input, args spilled to disk, the memory-budget projection (trntui/memory.py).
 - `columns`: decoded events → per-chunk numpy columns (`Part`), ids, link columns, µs → ns.
 - `merge`: parts → builder batches (metadata, intervals, B/E pairs, lanes); `flows`: flow binding;

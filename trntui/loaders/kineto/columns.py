@@ -13,30 +13,19 @@ from typing import Any, Callable
 import msgspec
 import numpy as np
 
-from trntui.loaders.kineto.schema import ABSENT, PH, Ev, LinkArgs, link_one_decoder
+from trntui.loaders.kineto.schema import (  # (clock_base: merge.py imports it from here)
+    ABSENT, MAX_NS, PH, Ev, LinkArgs, clock_base, link_one_decoder, list_decoder,
+)
 from trntui.model import categories as C
-from trntui.model.args import ArgsStore
+from trntui.model.args import ArgsStore, raw_many
 from trntui.model.arrays import dense_codes
 from trntui.model.profile import NO_ID, EventKind, ProfileMeta
-
-
-MAX_NS = 2**62
-"""Timestamps (absolute ns) beyond this are corrupted values, not clocks (year 2116); such events are skipped."""
 
 
 def to_ns(values: np.ndarray) -> np.ndarray:
     """µs floats → int64 ns, exact for integral µs (epoch ints) and rounded to the ns otherwise."""
     whole = np.floor(values)
     return whole.astype(np.int64) * 1000 + np.rint((values - whole) * 1000.0).astype(np.int64)
-
-
-def clock_base(top_meta: dict[str, Any]) -> tuple[int, str | None]:
-    """The trace's `baseTimeNanoseconds` added to every timestamp (0 when there is none), and a note when the
-    value is not a usable offset (then 0)."""
-    base = top_meta.get("baseTimeNanoseconds") or 0
-    if not isinstance(base, int) or not 0 <= base < MAX_NS:
-        return 0, "baseTimeNanoseconds is not a usable clock offset; ignored"
-    return base, None
 
 
 def interval_ns(ts: np.ndarray, dur: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
@@ -223,10 +212,17 @@ def _strings_part(values: Any, count: int | None = None) -> tuple[list[str], np.
     m = len(values) if count is None else count
     table: dict[Any, int] = {}
     pos = np.fromiter(map(table.setdefault, values, range(m)), np.int64, count=m)
-    firsts = np.fromiter(table.values(), np.int64, count=len(table))
-    dense = np.empty(m, np.int32)
+    return list(table), _dense(pos, np.fromiter(table.values(), np.int64, count=len(table)))
+
+
+def _dense(pos: np.ndarray, firsts: np.ndarray | None = None) -> np.ndarray:
+    """int32 codes from each value's first position (`pos`; `firsts`: the first positions, in order; else found
+    where a value is at its own first position)."""
+    if firsts is None:
+        firsts = np.flatnonzero(pos == np.arange(len(pos)))
+    dense = np.empty(len(pos), np.int32)
     dense[firsts] = np.arange(len(firsts), dtype=np.int32)
-    return list(table), dense[pos]
+    return dense[pos]
 
 
 def _own_args(evs: list[Ev]) -> list[Ev]:
@@ -247,8 +243,7 @@ def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True, base: i
     x.start, x.end, x.bad, x.n_neg = interval_ns(
         np.fromiter(map(_TS, sel), np.float64, count=m), np.fromiter(map(_DUR, sel), np.float64, count=m), base
     )
-    x.kinds = np.zeros(m, np.int8)
-    x.kinds[(sel_ph == PH["i"]) | (sel_ph == PH["I"])] = EventKind.INSTANT
+    x.kinds = _kinds(sel_ph)
     pid = _ids_of(sel, _PID)
     tid = _ids_of(sel, _TID)
     x.cat = _strings_part(map(_CAT, sel), m)
@@ -259,21 +254,28 @@ def x_cols(sel: list[Ev], sel_ph: np.ndarray, links: bool | None = True, base: i
     x.args = ArgsStore.from_raw(args)
     if links is None:
         links = not LINKING_CATS.isdisjoint(x.cat[0])
-    x.links = _piece_links(x.args, args) if links else NOT_PARSED
+    x.links = _piece_links(x.args, lambda: args) if links else NOT_PARSED
     return x
 
 
-def _piece_links(store: ArgsStore, args: list[Any]) -> Any:
+def _kinds(sel_ph: np.ndarray) -> np.ndarray:
+    kinds = np.zeros(len(sel_ph), np.int8)
+    kinds[(sel_ph == PH["i"]) | (sel_ph == PH["I"])] = EventKind.INSTANT
+    return kinds
+
+
+def _piece_links(store: ArgsStore, args_of: Callable[[], list[Any]]) -> Any:
     """A piece's link columns (`link_columns(..., fast_only=True)`): read from the args bytes where that is
-    unambiguous (`_scan_links`), decoded with msgspec for the other events."""
+    unambiguous (`_scan_links`), decoded with msgspec for the other events (`args_of()`: the raw args)."""
     scan = _scan_links(store)
     if scan is None:
-        return link_columns(args, None, fast_only=True, lengths=store.ends - store.starts)
+        return link_columns(args_of(), None, fast_only=True, lengths=store.ends - store.starts)
     ext, corr, rest = scan
     ext[ext == ABSENT] = NO_ID
     corr[corr == ABSENT] = NO_ID
     if rest.any():
         idx = np.flatnonzero(rest)
+        args = args_of()
         sub = link_columns([args[i] for i in idx.tolist()], None, fast_only=True)
         if sub is None:
             return None
@@ -347,6 +349,71 @@ def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
     return p
 
 
+def part_of_raw(fields: list[Any], arrays: list[np.ndarray], linking: bool = False) -> Part:
+    """`part_of` of a piece the early decoder child reduced to plain per-event arrays without numpy
+    (early.py: `raw_piece` gives the layout), finished here with numpy: the same `Part`. `linking`: a row that
+    links was seen by then (link ids parsed now, as `part_of(events, links=True)` would)."""
+    n, base, m_json, be_json, (m, cat_u, name_u, pid_u, tid_u), flow_fields = fields
+    ph, ts, dur, pid, tid, cat_pos, name_pos, blob, lengths, *flow_arrays = arrays
+    p = Part()
+    p.n = n
+    p.m_events = list_decoder.decode(m_json)
+    p.n_m = len(p.m_events)
+    keep_mask = (ph == PH["X"]) | (ph == PH["i"]) | (ph == PH["I"])
+    p.n_x = int(np.count_nonzero(keep_mask))
+    x = p.x = XCols()
+    x.m = m
+    x.base = base
+    x.start, x.end, x.bad, x.n_neg = interval_ns(ts, dur, base)
+    x.kinds = _kinds(ph if p.n_x == n else ph[keep_mask])
+    x.cat = cat_u, _dense(cat_pos)
+    x.combos = combos_of(x.cat[1], _raw_ids(pid_u, pid), _raw_ids(tid_u, tid), len(cat_u))
+    x.name = name_u, _dense(name_pos)
+    offsets = np.zeros(m + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    x.args = ArgsStore(blob, offsets[:-1], offsets[1:])
+    p.linking = not LINKING_CATS.isdisjoint(cat_u)
+    x.links = _piece_links(x.args, lambda: raw_many(x.args, np.arange(m))) if linking or p.linking else NOT_PARSED
+    p.be_events = list_decoder.decode(be_json)
+    p.n_be = len(p.be_events)
+    fmask = (ph == PH["s"]) | (ph == PH["f"])
+    p.n_sft = int(np.count_nonzero(fmask)) + int(np.count_nonzero(ph == PH["t"]))
+    p.flows = None
+    if flow_fields is not None:
+        nf, fcat_u, fpid_u, ftid_u, fid_u = flow_fields
+        fts, fpid, ftid, fid, fcat_pos = flow_arrays
+        f = p.flows = FCols()
+        f.n = nf
+        f.base = base
+        f.start, f.bad = flow_ns(fts, base)
+        f.pid, f.tid = _raw_ids(fpid_u, fpid), _raw_ids(ftid_u, ftid)
+        if fid_u is None:
+            keys = fid.copy()  # (a read-only view of the frame)
+        else:  # as `_f_cols`: numpy's conversion of every id, else `to_id` per distinct value
+            try:
+                table = np.fromiter(fid_u, np.int64, count=len(fid_u))
+            except (TypeError, ValueError, OverflowError):
+                table = np.fromiter(map(to_id, fid_u), np.int64, count=len(fid_u))
+            keys = table[_dense(fid)]
+        keys[(keys <= -(2**62)) | (keys >= 2**62)] = NO_ID
+        f.keys = keys
+        f.cat = fcat_u, _dense(fcat_pos)
+        f.ph = ph[fmask]
+    return p
+
+
+def _raw_ids(uniques: list[Any] | None, values: np.ndarray) -> Any:
+    """`_ids_part` of a raw piece's int-or-string column (`early._ids`): the int64 values, else what numpy makes of
+    the distinct values (the same for every event holding one): all converted, or (uniques, codes)."""
+    if uniques is None:
+        return values
+    codes = _dense(values)
+    try:
+        return np.fromiter(uniques, np.int64, count=len(uniques))[codes]
+    except (TypeError, ValueError, OverflowError):
+        return uniques, codes
+
+
 _LINK_KEYS = (b'"External id"', b'"external id"', b'"correlation"')
 _QUOTE, _OPEN, _BACKSLASH, _COLON, _MINUS = 34, 123, 92, 58, 45
 _WINDOW = 32
@@ -364,7 +431,7 @@ def _scan_links(store: ArgsStore) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     (floats, strings, nulls, duplicates, nested objects) goes to `rest`. Results equal `LinkArgs` decoded per
     event (`link_columns`), as the tests check on traces and generated args."""
     blob = store.blob
-    if not isinstance(blob, (bytes, bytearray)):
+    if not isinstance(blob, (bytes, bytearray, np.ndarray)):  # (an ndarray: a raw frame's bytes, wire.py)
         return None
     starts, ends = store.starts, store.ends
     n = len(starts)
@@ -553,8 +620,6 @@ def parse_links(x: XCols) -> None:
     """Parse the link ids a piece left in its args (`NOT_PARSED`: it was decoded before a row that links was
     seen); its args must be in memory."""
     if x.links is NOT_PARSED:
-        from trntui.model.args import raw_many
-
         x.links = link_columns(raw_many(x.args, np.arange(x.m)), None, fast_only=True)
 
 

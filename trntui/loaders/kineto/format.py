@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trntui.errors import LoadError, OverBudget
 from trntui.loaders.discover import Run
 from trntui.loaders.kineto.discover import find_kineto_runs
 from trntui.loaders.protocol import LoadOptions
-from trntui.model.builder import ProfileBuilder
+
+if TYPE_CHECKING:  # (the model imports numpy: finding runs, and the early decoder child, do without it)
+    from trntui.model.builder import ProfileBuilder
 
 
 def load_traces(traces: list[Path], builder: ProfileBuilder, options: LoadOptions, *, alone: bool = True) -> None:

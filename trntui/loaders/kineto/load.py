@@ -13,9 +13,9 @@ from typing import Any
 from trntui.errors import LoadError
 from trntui.loaders.files import InflateLimit, read_bytes
 from trntui.loaders.kineto.chunks import decode_chunked
-from trntui.loaders.kineto.columns import clock_base, part_of
+from trntui.loaders.kineto.columns import part_of
 from trntui.loaders.kineto.merge import add_parts
-from trntui.loaders.kineto.schema import Ev
+from trntui.loaders.kineto.schema import Ev, clock_base
 from trntui.loaders.kineto.streaming import ArgsSpill, Stream, map_trace
 from trntui.loaders.kineto.tolerant import decode_trace
 from trntui.model.builder import ProfileBuilder

@@ -49,6 +49,19 @@ class Trace(msgspec.Struct):
     cuda_driver_version: Any = None
 
 
+MAX_NS = 2**62
+"""Timestamps (absolute ns) beyond this are corrupted values, not clocks (year 2116); such events are skipped."""
+
+
+def clock_base(top_meta: dict[str, Any]) -> tuple[int, str | None]:
+    """The trace's `baseTimeNanoseconds` added to every timestamp (0 when there is none), and a note when the
+    value is not a usable offset (then 0)."""
+    base = top_meta.get("baseTimeNanoseconds") or 0
+    if not isinstance(base, int) or not 0 <= base < MAX_NS:
+        return 0, "baseTimeNanoseconds is not a usable clock offset; ignored"
+    return base, None
+
+
 ABSENT = -(2**63) + 7
 """Default of absent link keys (an int, so whole columns convert with one `np.fromiter`)."""
 

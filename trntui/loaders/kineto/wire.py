@@ -8,18 +8,22 @@ The header is plain msgpack data (counts, the piece index, kept M/B/E events as 
 `[dtype, offset, nbytes]`, the offset counted from the frame's payload; the parent maps the file and reads each
 array as a numpy view of the map (`np.frombuffer`), so the child's columns and args bytes are never copied
 (measured on the 2M-event trace: reading the frames back cost the parent ~0.15-0.2 s serially when the arrays
-travelled inside the msgpack data)."""
+travelled inside the msgpack data).
+
+The early decoder child (early.py) never imports numpy: it writes a piece's plain per-event arrays instead (a
+raw frame: `pack_raw`, header `[k, fields, arrays]`), which the parent turns into the same `Part` (`frames`,
+`columns.part_of_raw`). So numpy and the columns are imported by the functions that need them, not here."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import numpy as np
 
-from trntui.loaders.kineto.columns import NOT_PARSED, Combos, FCols, Part, XCols
-from trntui.loaders.kineto.schema import list_decoder
-from trntui.model.args import ArgsStore
+if TYPE_CHECKING:
+    import numpy as np
+
+    from trntui.loaders.kineto.columns import Part
 
 ALIGN = 64
 """Frames and their arrays start at multiples of this many bytes (aligned numpy views of the map)."""
@@ -50,16 +54,18 @@ class _Payload:
         return [at, len(mv)]
 
     def arr(self, a: np.ndarray) -> list[Any]:
+        import numpy as np
+
         a = np.ascontiguousarray(a)
         return [a.dtype.str, *self.add(a.view(np.uint8).reshape(-1) if a.size else b"")]
 
 
 def _ids_enc(pl: _Payload, v: Any) -> list[Any]:
-    return [pl.arr(v)] if isinstance(v, np.ndarray) else [v[0], pl.arr(v[1])]
+    return [pl.arr(v)] if not isinstance(v, tuple) else [v[0], pl.arr(v[1])]
 
 
 def _values_enc(pl: _Payload, v: Any) -> Any:
-    return pl.arr(v) if isinstance(v, np.ndarray) else [list(v)]
+    return [list(v)] if isinstance(v, list) else pl.arr(v)
 
 
 def pack_part(k: int, p: Part) -> list[Any]:
@@ -75,38 +81,75 @@ def pack_part(k: int, p: Part) -> list[Any]:
           None if x.bad is None else pl.arr(x.bad), x.base, x.n_neg]
     fs = None if f is None else [f.n, pl.arr(f.start), _ids_enc(pl, f.pid), _ids_enc(pl, f.tid), pl.arr(f.keys),
                                  _ids_enc(pl, f.cat), pl.arr(f.ph), None if f.bad is None else pl.arr(f.bad), f.base]
-    header = msgspec.msgpack.encode([k, [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events),
-                                         msgspec.json.encode(p.be_events), xs, fs, p.linking]])
+    return _frame(msgspec.msgpack.encode([k, [p.n, p.n_m, p.n_x, p.n_be, p.n_sft, msgspec.json.encode(p.m_events),
+                                              msgspec.json.encode(p.be_events), xs, fs, p.linking]]), pl)
+
+
+def pack_raw(k: int, fields: list[Any], arrays: list[tuple[str, Any]]) -> list[Any]:
+    """Raw frame `k` (the early child's, without numpy): `fields`, plain msgpack data, and `arrays`, (numpy dtype
+    string, buffer) pairs, for `columns.part_of_raw`."""
+    pl = _Payload()
+    return _frame(msgspec.msgpack.encode([k, fields, [[dtype, *pl.add(buf)] for dtype, buf in arrays]]), pl)
+
+
+def _frame(header: bytes, pl: _Payload) -> list[Any]:
     head = _PREFIX + len(header)
     total = head + _pad(head) + pl.size
     prefix = len(header).to_bytes(8, "little") + total.to_bytes(8, "little")
     return [prefix, header, bytes(_pad(head)), *pl.buffers]
 
 
-def frames(mapped: Any, size: int, spill: Any = None) -> dict[int, Part]:
-    """The pieces in the first `size` bytes of the mapped frame file (`pack_part`'s frames), their arrays views
-    of `mapped`; args without a blob are in the streamed load's shared `spill`."""
-    out: dict[int, Part] = {}
-    pos = 0
+def frames(mapped: Any, size: int, out: dict[int, Part], spill: Any = None, linking: bool = False, pos: int = 0,
+           written: bool = True) -> int:
+    """Read the pieces (`pack_part`'s and `pack_raw`'s frames) from byte `pos` to `size` of the mapped frame file
+    into `out` (keyed by piece), their arrays views of `mapped`, and return where the next frame starts; args
+    without a blob are in the streamed load's shared `spill`. `linking`: a row that links was seen (raw pieces
+    then parse their link ids, as `part_of` would have). `written=False`: the writer may still be writing the
+    last frame, which is then left for the next call (else it is a damaged frame)."""
+    from trntui.loaders.kineto.columns import part_of_raw
+
     while pos < size:
+        if pos + _PREFIX > size:
+            if written:
+                raise ValueError("damaged frame")
+            break
         header_len = int.from_bytes(mapped[pos : pos + 8], "little")
         total = int.from_bytes(mapped[pos + 8 : pos + 16], "little")
-        if total <= _PREFIX + header_len or pos + total > size or total % ALIGN:
+        if total <= _PREFIX + header_len or total % ALIGN:
             raise ValueError("damaged frame")
-        k, packed = msgspec.msgpack.decode(mapped[pos + _PREFIX : pos + _PREFIX + header_len])
+        if pos + total > size:
+            if written:
+                raise ValueError("damaged frame")
+            break
+        k, packed, *raw = msgspec.msgpack.decode(mapped[pos + _PREFIX : pos + _PREFIX + header_len])
         head = _PREFIX + header_len
-        out[k] = _unpack(packed, mapped, pos + head + _pad(head), pos + total, spill)
+        at = pos + head + _pad(head)
+        if raw:
+            out[k] = part_of_raw(packed, [_view(t, mapped, at, pos + total) for t in raw[0]], linking)
+        else:
+            out[k] = _unpack(packed, mapped, at, pos + total, spill)
         pos += total
-    return out
+    return pos
+
+
+def _view(t: list[Any], mapped: Any, base: int, limit: int) -> np.ndarray:
+    """The array `[dtype, offset, nbytes]` of the frame whose payload starts at `base`, a view of `mapped`."""
+    import numpy as np
+
+    dtype = np.dtype(t[0])
+    at, nbytes = base + t[1], t[2]
+    if at + nbytes > limit or nbytes % dtype.itemsize:
+        raise ValueError("damaged frame")
+    return np.frombuffer(mapped, dtype, nbytes // dtype.itemsize, at)
 
 
 def _unpack(packed: list[Any], mapped: Any, base: int, limit: int, spill: Any) -> Part:
+    from trntui.loaders.kineto.columns import NOT_PARSED, Combos, FCols, Part, XCols
+    from trntui.loaders.kineto.schema import list_decoder
+    from trntui.model.args import ArgsStore
+
     def arr(t: list[Any]) -> np.ndarray:
-        dtype = np.dtype(t[0])
-        at, nbytes = base + t[1], t[2]
-        if at + nbytes > limit or nbytes % dtype.itemsize:
-            raise ValueError("damaged frame")
-        return np.frombuffer(mapped, dtype, nbytes // dtype.itemsize, at)
+        return _view(t, mapped, base, limit)
 
     def ids(t: list[Any]) -> Any:
         return arr(t[0]) if len(t) == 1 else (t[0], arr(t[1]))
