@@ -257,9 +257,9 @@ def _phase_codes(events: list[Ev]) -> bytes:
 
 def _positions(values: Any, m: int) -> tuple[list[Any], array]:
     """A column as (first-occurrence uniques, each value's first position): `_strings_part` without its numpy
-    step."""
+    step. (Arrays here are made from lists: ~25% faster than from iterators, which grow them as they go.)"""
     table: dict[Any, int] = {}
-    pos = array("q", map(table.setdefault, values, range(m)))
+    pos = array("q", list(map(table.setdefault, values, range(m))))
     return list(table), pos
 
 
@@ -267,7 +267,7 @@ def _ids(events: list[Ev], get: Any) -> tuple[list[Any] | None, array]:
     """An int-or-string column: (None, int64 values) when every value is an int64, else `_positions`: the parent
     decides what numpy would have made of the values (`columns._raw_ids`)."""
     try:
-        return None, array("q", map(get, events))
+        return None, array("q", list(map(get, events)))
     except (TypeError, OverflowError):
         return _positions(map(get, events), len(events))
 
@@ -291,8 +291,9 @@ def raw_piece(events: list[Ev], base: int) -> tuple[list[Any], list[tuple[str, A
     tid_u, tid = _ids(sel, _TID)
     args = list(map(_ARGS, sel))
     arrays: list[tuple[str, Any]] = [
-        ("|i1", ph), ("=f8", array("d", map(_TS, sel))), ("=f8", array("d", map(_DUR, sel))), ("=i8", pid),
-        ("=i8", tid), ("=i8", cat_pos), ("=i8", name_pos), ("|u1", b"".join(args)), ("=i8", array("q", map(len, args))),
+        ("|i1", ph), ("=f8", array("d", list(map(_TS, sel)))), ("=f8", array("d", list(map(_DUR, sel)))),
+        ("=i8", pid), ("=i8", tid), ("=i8", cat_pos), ("=i8", name_pos), ("|u1", b"".join(args)),
+        ("=i8", array("q", list(map(len, args)))),
     ]
     del sel, args
     flows = None
@@ -303,7 +304,8 @@ def raw_piece(events: list[Ev], base: int) -> tuple[list[Any], list[tuple[str, A
         fpid_u, fpid = _ids(fev, _PID)
         ftid_u, ftid = _ids(fev, _TID)
         fid_u, fid = _ids(fev, _ID)
-        arrays += [("=f8", array("d", map(_TS, fev))), ("=i8", fpid), ("=i8", ftid), ("=i8", fid), ("=i8", fcat_pos)]
+        arrays += [("=f8", array("d", list(map(_TS, fev)))), ("=i8", fpid), ("=i8", ftid), ("=i8", fid),
+                   ("=i8", fcat_pos)]
         flows = [nf, fcat_u, fpid_u, ftid_u, fid_u]
     m_events = list(compress(events, ph.translate(_META))) if PH["M"] in ph else []
     be_events = list(compress(events, ph.translate(_BEGIN_END))) if PH["B"] in ph or PH["E"] in ph else []
