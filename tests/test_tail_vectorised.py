@@ -85,3 +85,16 @@ def test_flow_binding_same_by_masks_or_by_sort(corpus_dir, monkeypatch, name):
 
     masked, sorted_ = bound(1 << 20), bound(0)
     assert masked == sorted_ and masked[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(1 << 60), 1 << 60), st.integers(0, 1 << 40)), max_size=40),
+       st.integers(-(1 << 50), 1 << 50))
+def test_microseconds_written_in_place_are_the_plain_expression(events, origin):
+    """key_averages' µs times, converted as each difference is written: the floats of the plain expression."""
+    from trntui.analysis.key_averages import _us_span
+
+    s = np.array([a for a, _ in events], np.int64)
+    e = s + np.array([d for _, d in events], np.int64)
+    plain = (e - origin).astype(np.float64) / 1000.0 - (s - origin).astype(np.float64) / 1000.0
+    assert _us_span(s, e, origin).tobytes() == plain.tobytes()

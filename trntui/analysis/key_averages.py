@@ -414,8 +414,19 @@ def trace_start_ns(profile: Profile) -> int:
 
 
 def _us(ns: np.ndarray, origin: int) -> np.ndarray:
-    """torch's `rel_ns / 1000` for int64 ns (exact conversion below 2**53 ns, then one correctly rounded divide)."""
-    return (np.asarray(ns, np.int64) - origin).astype(np.float64) / 1000.0
+    """torch's `rel_ns / 1000` for int64 ns (exact conversion below 2**53 ns, then one correctly rounded divide),
+    in one new array (the int64 difference is converted as it is written)."""
+    out = np.empty(len(ns), np.float64)
+    np.subtract(np.asarray(ns, np.int64), origin, out=out)
+    out /= 1000.0
+    return out
+
+
+def _us_span(start_ns: np.ndarray, end_ns: np.ndarray, origin: int) -> np.ndarray:
+    """torch's `end_us - start_us` (`_us` of each end), in place: two event-long arrays, not seven."""
+    out = _us(end_ns, origin)
+    out -= _us(start_ns, origin)
+    return out
 
 
 def _ordered_sum(out: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
@@ -468,7 +479,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     e_pos = end[order]
     ppos = _stack_parents(codes[order], s_pos, e_pos)
     del codes
-    total_us = _us(e_pos, origin) - _us(s_pos, origin)
+    total_us = _us_span(s_pos, e_pos, origin)
     del s_pos, e_pos
 
     # device rows attached to their frontend op (torch: kernels of `fe`, linked via External id / correlation)
@@ -477,7 +488,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     if len(dv):
         kern_us_ev = np.zeros(n, np.float64)
         has_kern_ev = np.zeros(n, bool)
-        _ordered_sum(kern_us_ev, links.op_of[dv], _us(end[dv], origin) - _us(start[dv], origin))
+        _ordered_sum(kern_us_ev, links.op_of[dv], _us_span(start[dv], end[dv], origin))
         has_kern_ev[links.op_of[dv]] = True
     system_device = False
     if not len(dv) and not dev_mask.any():
@@ -550,7 +561,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     # Self CPU: the children's totals summed in child (tree) order, then subtracted, as torch does
     children_us = np.zeros(m, np.float64)
     _ordered_sum(children_us, final_parent[linked], total_us[linked])
-    self_us = total_us - children_us
+    self_us = np.subtract(total_us, children_us, out=children_us)  # (in place: one array fewer)
     del children_us, linked
 
     # device_time_total bottom-up over the final tree: own kernels plus the children's totals (summed in order)
@@ -579,7 +590,7 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
                 device_total[at] = kern_us_kept[at] + child_dev[at]
                 up = at[final_parent[at] >= 0]
                 _ordered_sum(child_dev, final_parent[up], device_total[up])
-        self_device = device_total - child_dev
+        self_device = np.subtract(device_total, child_dev, out=child_dev)
     else:  # no device time anywhere
         device_total = np.zeros(m, np.float64)
         self_device = np.zeros(m, np.float64)
@@ -795,7 +806,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     nc, nd, nm, no = (len(p) for p in parts)
     zf = lambda k: np.zeros(k, np.float64)  # noqa: E731
     zi = lambda k: np.zeros(k, np.int64)  # noqa: E731
-    dev_us = _us(end[dev_ev], origin) - _us(start[dev_ev], origin)
+    dev_us = _us_span(start[dev_ev], end[dev_ev], origin)
     rest = nm + no
     cpu_t = np.concatenate([tree.cpu_total_us, zf(nd + rest)])
     self_c = np.concatenate([tree.self_cpu_us, zf(nd + rest)])
