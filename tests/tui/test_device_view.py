@@ -49,7 +49,7 @@ async def _open_device_view(app, pilot) -> None:
         text = screen_text(app)  # the title, the engines and the first table drawn
         return "loading the device profile" not in text and screen.tables[0].title.split(" (")[0] in text
 
-    await settle(pilot, drawn)
+    await settle(pilot, drawn, timeout=90.0)  # (the view loads and analyses the device export in a thread: slow on a loaded box)
     await app.workers.wait_for_complete()
     await pilot.pause()
 
