@@ -53,12 +53,12 @@ def start_decoder(args: argparse.Namespace) -> None:
     decodes while this process imports numpy and the rest (trntui/loaders/kineto/early.py); the load adopts it."""
     from pathlib import Path
 
+    from trntui import memory
     from trntui.errors import TrntuiError
     from trntui.loaders.kineto import early
-    from trntui.loaders.protocol import LoadOptions
 
     try:
-        budget = LoadOptions.from_env(memory_budget=args.memory_budget).budget
+        budget = memory.resolve(args.memory_budget)  # (what the load's `LoadOptions.from_env(...).budget` gives)
     except TrntuiError:
         return  # the command says what is wrong with the value
     early.start(Path(args.path), budget)

@@ -8,7 +8,17 @@ The registry of formats is `trntui.formats`; loading a run with the cache and th
 
 from __future__ import annotations
 
-from trntui.loaders.discover import Run
-from trntui.loaders.protocol import LoadOptions, TraceFormat
+import importlib
+from typing import Any
 
 __all__ = ["LoadOptions", "Run", "TraceFormat"]
+
+_LAZY = {"Run": "discover", "LoadOptions": "protocol", "TraceFormat": "protocol"}
+"""Imported on first use: `trntui summary` forks its decoder child (kineto/early.py) before it needs them (their
+dataclasses cost ~10 ms to create)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,12 +29,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from trntui.loaders.kineto.format import FORMAT
-
 __all__ = ["FORMAT", "Ev", "add_events", "decode_trace", "load_kineto", "load_kineto_into"]
 
-_LAZY = {"Ev": "schema", "add_events": "load", "decode_trace": "tolerant", "load_kineto": "load", "load_kineto_into": "load"}
-"""The decoder is imported on first use: finding runs, or re-opening one from the cache, never pays for it."""
+_LAZY = {"FORMAT": "format", "Ev": "schema", "add_events": "load", "decode_trace": "tolerant", "load_kineto": "load",
+         "load_kineto_into": "load"}
+"""The decoder is imported on first use: finding runs, or re-opening one from the cache, never pays for it (and
+`FORMAT` with its discovery: the early decoder child, kineto/early.py, is forked before it is needed)."""
 
 
 def __getattr__(name: str) -> Any:
