@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import DataTable
+
 from tests.tui.conftest import opened, settle
 from trntui.tui.capture import screen_text
 from trntui.tui.screens.device import DeviceScreen
@@ -45,6 +47,9 @@ async def _open_device_view(app, pilot) -> None:
         if screen.error:
             return True
         if screen.report is None or not screen.tables:
+            return False
+        table = screen.query_one("#device-table", DataTable)
+        if table._require_update_dimensions or table._updated_cells:  # noqa: SLF001 - its columns are sized on idle
             return False
         text = screen_text(app)  # the title, the engines and the first table drawn
         return "loading the device profile" not in text and screen.tables[0].title.split(" (")[0] in text
