@@ -14,8 +14,10 @@ import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.schema import (  # (clock_base: merge.py imports it from here)
-    ABSENT, MAX_NS, PH, Ev, LinkArgs, clock_base, link_one_decoder, list_decoder,
+    ABSENT, MAX_NS, PH, Ev, LinkArgs, clock_base, link_one_decoder, list_decoder, phase_codes,
 )
+from trntui.loaders.kineto.schema import args_of as _ARGS, cat_of as _CAT, dur_of as _DUR, id_of as _ID
+from trntui.loaders.kineto.schema import name_of as _NAME, pid_of as _PID, tid_of as _TID, ts_of as _TS
 from trntui.model import categories as C
 from trntui.model.args import ArgsStore, raw_many
 from trntui.model.arrays import dense_codes
@@ -178,8 +180,6 @@ LINKING_CATS = frozenset(C.RUNTIME | C.DEVICE_TYPED | {C.PRIVATEUSE1_DISPATCH, C
 NOT_PARSED = "not parsed"
 """`XCols.links` of a piece whose link ids were left in the args (parsed on first use: `Profile.ext`)."""
 
-_PH, _TS, _DUR, _PID, _TID = attrgetter("ph"), attrgetter("ts"), attrgetter("dur"), attrgetter("pid"), attrgetter("tid")
-_CAT, _NAME, _ARGS, _ID = attrgetter("cat"), attrgetter("name"), attrgetter("args"), attrgetter("id")
 
 
 def _ids_part(values: list[Any]) -> Any:
@@ -304,19 +304,9 @@ def _f_cols(flows: list[Ev], fph: np.ndarray, base: int) -> FCols:
     return f
 
 
-_PH_BYTE = np.zeros(256, np.int8)
-for _k, _v in PH.items():
-    _PH_BYTE[ord(_k)] = _v
-
-
 def _phases(events: list[Ev]) -> np.ndarray:
-    """Phase codes (`PH`): the one-letter phases joined into one string and looked up per byte (a third of the
-    cost of a dict lookup per event); any other phase (empty, longer, not ASCII) takes the dict per event."""
-    n = len(events)
-    letters = "".join(map(_PH, events))
-    if len(letters) == n and letters.isascii():
-        return _PH_BYTE[np.frombuffer(letters.encode("ascii"), np.uint8)]
-    return np.fromiter(map(PH.__getitem__, map(_PH, events)), np.int8, count=n)
+    """Phase codes (`PH`) as an int8 array (schema.phase_codes)."""
+    return np.frombuffer(phase_codes(events), np.int8)
 
 
 def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:

@@ -23,7 +23,6 @@ import stat
 import sys
 from array import array
 from itertools import compress
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,9 @@ import msgspec
 
 from trntui.loaders.kineto import pieces
 from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, Claims, array_span, write_all
-from trntui.loaders.kineto.schema import PH, Ev, clock_base
+from trntui.loaders.kineto.schema import PH, Ev, clock_base, phase_codes
+from trntui.loaders.kineto.schema import args_of as _ARGS, cat_of as _CAT, dur_of as _DUR, id_of as _ID
+from trntui.loaders.kineto.schema import name_of as _NAME, pid_of as _PID, tid_of as _TID, ts_of as _TS
 from trntui.loaders.kineto.wire import pack_raw
 from trntui.loaders.scan import _drop
 from trntui.progress import silence
@@ -234,8 +235,6 @@ def _ordinary(k: int, events: list[Ev], claims: Claims, base: int) -> list[Any]:
     return pack_part(k, part)
 
 
-_PH, _TS, _DUR, _PID, _TID = attrgetter("ph"), attrgetter("ts"), attrgetter("dur"), attrgetter("pid"), attrgetter("tid")
-_CAT, _NAME, _ARGS, _ID = attrgetter("cat"), attrgetter("name"), attrgetter("args"), attrgetter("id")
 
 
 def _marks(*phases: str) -> bytes:
@@ -247,18 +246,6 @@ def _marks(*phases: str) -> bytes:
 
 
 _INTERVAL, _META, _BEGIN_END, _FLOW = _marks("X", "i", "I"), _marks("M"), _marks("B", "E"), _marks("s", "f")
-
-_CODES = bytes(PH[chr(b)] for b in range(128)) + bytes(128)
-"""One-letter ASCII phase → its code (`PH`; 0 for any other), a `bytes.translate` table."""
-
-
-def _phase_codes(events: list[Ev]) -> bytes:
-    """The events' phase codes (`columns._phases` without numpy)."""
-    letters = "".join(map(_PH, events))
-    if len(letters) == len(events) and letters.isascii():
-        return letters.encode("ascii").translate(_CODES)
-    return bytes(map(PH.__getitem__, map(_PH, events)))
-
 
 def _positions(values: Any, m: int) -> tuple[list[Any], array]:
     """A column as (first-occurrence uniques, each value's first position): `_strings_part` without its numpy
@@ -286,7 +273,7 @@ def raw_piece(events: list[Ev], base: int) -> tuple[list[Any], list[tuple[str, A
         arrays: phase codes, then of the m X/i/I events ts, dur, pid, tid, category and name positions, args
                 blob, args lengths; then of the s/f flow events ts, pid, tid, id, category positions"""
     n = len(events)
-    ph = _phase_codes(events)
+    ph = phase_codes(events)
     keep = ph.translate(_INTERVAL)
     m = keep.count(1)
     sel = events if m == n else list(compress(events, keep))

@@ -5,6 +5,7 @@ are built once here and shared by every decode path (chunked, parallel, tolerant
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -111,6 +112,24 @@ class _Codes(dict):
 
 PH = _Codes({"X": 1, "i": 2, "I": 3, "B": 4, "E": 5, "M": 6, "s": 7, "f": 8, "t": 9})
 """Phase → small int code (0 for any other phase), so phase tests are numpy comparisons."""
+
+ph_of, ts_of, dur_of, pid_of, tid_of = (attrgetter("ph"), attrgetter("ts"), attrgetter("dur"), attrgetter("pid"),
+                                        attrgetter("tid"))
+cat_of, name_of, args_of, id_of = attrgetter("cat"), attrgetter("name"), attrgetter("args"), attrgetter("id")
+"""`Ev` field getters, shared by the column builders (columns.py; early.py's, which must not import numpy)."""
+
+_CODES = bytes(PH[chr(b)] for b in range(128)) + bytes(128)
+"""One-letter ASCII phase → its code (`PH`; 0 for any other), a `bytes.translate` table."""
+
+
+def phase_codes(events: list[Ev]) -> bytes:
+    """The events' phase codes (`PH`), one byte each: the one-letter phases joined into one string and translated
+    (a third of the cost of a dict lookup per event); any other phase (empty, longer, not ASCII) takes the dict per
+    event."""
+    letters = "".join(map(ph_of, events))
+    if len(letters) == len(events) and letters.isascii():
+        return letters.encode("ascii").translate(_CODES)
+    return bytes(map(PH.__getitem__, map(ph_of, events)))
 
 
 def top_level_meta(top: Trace) -> dict[str, Any]:
