@@ -303,15 +303,12 @@ def key_averages(
     """Build torch's key_averages table from the profile (optionally only for the events in `events`)."""
     cache_key = _memo_key(group_by_input_shapes)
     if events is None and cache_key in profile.cache:
-        table = profile.cache[cache_key]
-        _explain_negative_self_cpu(profile, table)
-        return table
+        return profile.cache[cache_key]
     links = build_links(profile)
     tree = build_cpu_tree(profile, links, events)
     table = _aggregate(profile, links, tree, group_by_input_shapes)
     if events is None:
         profile.cache[cache_key] = table
-        _explain_negative_self_cpu(profile, table)
     return table
 
 
@@ -322,34 +319,6 @@ def _memo_key(group_by_input_shapes: bool) -> tuple[str, bool]:
 def remember(profile: Profile, table: OpTable, *, group_by_input_shapes: bool = False) -> None:
     """Keep `table` as the profile's whole-profile key_averages result (a table read back from the cache)."""
     profile.cache[_memo_key(group_by_input_shapes)] = table
-
-
-def _explain_negative_self_cpu(profile: Profile, table: OpTable) -> None:
-    """torch's rules can give a row a negative Self CPU; show it as torch prints it, and say why in a note."""
-    neg = np.nonzero(table.self_cpu_time_total < 0)[0]
-    if not len(neg) or profile.cache.get("negative_self_cpu_explained"):
-        return
-    profile.cache["negative_self_cpu_explained"] = True
-    links = build_links(profile)
-    worst = int(neg[np.argmin(table.self_cpu_time_total[neg])])
-    rows = ", ".join(f"{table.name[k]} ({table.self_cpu_time_total[k]:.1f} us)" for k in neg[:3].tolist())
-    more = f" and {len(neg) - 3} more" if len(neg) > 3 else ""
-    rethreaded = links.runtime & (links.op_of >= 0) & (links.rule == 1)
-    if rethreaded.any():
-        r = np.nonzero(rethreaded)[0]
-        lengths = profile.end[r] - profile.start[r]
-        cats = sorted({profile.cat_of(int(i)) for i in r[np.argsort(-lengths)[:50]].tolist()})
-        why = (
-            f"{len(r)} runtime/driver row(s) ({', '.join(cats)}; {int(lengths.sum()) / 1000:.1f} us in all) are linked "
-            "to their ops by External id and re-threaded onto the ops' threads, as torch does "
-            "(_parse_kineto_results); rows that outlast their op become children of the enclosing rows, whose "
-            "children then add up to more than their own duration"
-        )
-    else:
-        why = "children overlap on one thread, so they add up to more than the parent's duration"
-    note = f"negative Self CPU, as torch prints it: {rows}{more}. Why: {why}"
-    if note not in profile.meta.notes and table.name[worst]:
-        profile.meta.notes.append(note)
 
 
 @dataclass

@@ -73,12 +73,13 @@ def launch(
     try:
         from trntui.tui.app import TrntuiApp
 
-        TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge,
-                  prestarted=prestarted).run()
+        app = TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge,
+                        prestarted=prestarted)
+        app.run()
     finally:
         if prestarted is not None:
             prestarted.stop()
-    return 0
+    return app.exit_code()
 
 
 def run(args: argparse.Namespace) -> int:

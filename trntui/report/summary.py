@@ -228,7 +228,12 @@ def footer_lines(profile: Profile, table: OpTable) -> list[str]:
     if profile.meta.skipped:
         parts = ", ".join(f"{v} {k}" for k, v in profile.meta.skipped.items())
         lines.append(f"Skipped {profile.meta.skipped_total} input record(s): {parts}")
-    for note in profile.meta.notes:
+    from trntui.analysis.surprises import surprises
+
+    explained = [s.note for s in surprises(profile, table)]
+    for note in [*profile.meta.notes, *explained]:
+        if note.startswith("negative Self CPU, as torch prints it") and note not in explained:
+            continue  # said by a profile cached before the note moved here (analysis/surprises.py)
         lines.append(f"Note: {safe_text(note)}")
     return lines
 

@@ -51,6 +51,29 @@ class InfoBar(Static):
     """
 
 
+class NoticeBar(Static):
+    """A banner under the header when the load lost something (a truncated file, skipped records): the first
+    such note, as the CLI says it; `!` lists every note."""
+
+    DEFAULT_CSS = """
+    NoticeBar { height: 1; background: $warning-muted; color: $text; padding: 0 1; display: none; }
+    NoticeBar.-shown { display: block; }
+    """
+
+
+def damage_notes(profile: "Profile") -> list[str]:
+    """The notes that say the load did not read everything (what the banner shows), as the CLI words them."""
+    out = []
+    meta = profile.meta
+    for note in meta.notes:
+        if any(w in note for w in ("truncated", "corrupt", "could not be read", "unreadable")):
+            out.append(note)
+    if meta.skipped:
+        parts = ", ".join(f"{v} {k}" for k, v in meta.skipped.items())
+        out.append(f"Skipped {meta.skipped_total} input record(s): {parts}")
+    return out
+
+
 class StillLoadingIndicator(LoadingIndicator):
     """The panes' "loading" overlay, drawn once instead of 16 times a second: the header line shows the load's
     stage and progress. Textual's animated indicator redraws every pane at 16 fps for the whole load, ~0.25 of
@@ -104,6 +127,7 @@ class TrntuiApp(App[None]):
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="palette"),
         Binding("z", "toggle_maximize", "Maximize", id="maximize"),
         Binding("r", "pick_run", "Runs", id="runs"),
+        Binding("exclamation_mark", "notes", "Notes", id="notes"),
         *[Binding(s.key, f"open_screen('{s.id}')", s.description, id=s.id) for s in SCREENS],
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
     ]
@@ -148,6 +172,7 @@ class TrntuiApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield InfoBar(Text(safe_text(f"{self.path.name} · loading…")), id="info", markup=False)
+        yield NoticeBar(id="notice", markup=False)
         with Container(id="panes"):
             for spec in PANES:
                 yield spec.make()
@@ -433,6 +458,7 @@ class TrntuiApp(App[None]):
             pane.loading = False
         header = message.header or describe(message.profile, message.run.name, self.path.name)
         self._info(f"{header} · {message.subset}" if message.subset else header)
+        self._notice(message.profile)
         self._titles()
         if early is not None and self.focused is not None and self.focused is not self.focus_when_shown:
             pass  # the user went to a pane shown before the table (Tab, a click): the focus stays there
@@ -482,6 +508,35 @@ class TrntuiApp(App[None]):
             pane.loading = False
         self._info(f"error: {message.reason}")
         self.push_screen(ErrorScreen(message.reason))
+
+    def _notice(self, profile: "Profile | None") -> None:
+        """Show the banner when `profile`'s load lost something, hide it otherwise."""
+        bar = self.query_one("#notice", NoticeBar)
+        damage = damage_notes(profile) if profile is not None else []
+        if damage:
+            more = f" (+{len(damage) - 1} more)" if len(damage) > 1 else ""
+            bar.update(Text(safe_text(f"⚠ {damage[0]}{more} · !: every note")))
+        bar.set_class(bool(damage), "-shown")
+
+    def exit_code(self) -> int:
+        """What `trntui open` exits with: the code the app was quit with (2 from a load error's screen), and 2
+        when quit with nothing loaded after a load failed (like the CLI on bad input)."""
+        from trntui.tui.screens.error import ERROR_EXIT_CODE
+
+        code = self.return_code or 0
+        if not code and self.load_error and self.profile is None:
+            code = ERROR_EXIT_CODE
+        return code
+
+    def action_notes(self) -> None:
+        """`!`: the loaded run's notes (the CLI's lines under its table), the cursor row's marked cells first."""
+        from trntui.tui.screens.notes import NotesScreen
+
+        row = -1
+        ops = self.ops
+        if self.focused is ops and len(ops.view):
+            row = int(ops.view[ops.cursor])
+        self.push_screen(NotesScreen(self.profile, self.table, row))
 
     # -- pane coordination -----------------------------------------------------------------------
     @on(PaneTitleChanged)

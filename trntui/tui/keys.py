@@ -6,6 +6,7 @@ from textual.binding import Binding
 
 KEY_NAMES = {
     "question_mark": "?",
+    "exclamation_mark": "!",
     "slash": "/",
     "plus": "+",
     "equals_sign": "=",

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from trntui.analysis.surprises import MARK
 from trntui.report import format_time
 from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text
@@ -222,8 +223,13 @@ class OpTableView(ScrollView, can_focus=True):
         self.spread: dict[str, np.ndarray] | None = None
         self.name_offset = 0
         """Characters of every name scrolled off to the left (`←`/`→`: long C++ names read in full)."""
+        self.marks: dict[tuple[int, str], list] = {}
+        """(OpTable row, field) → the `Surprise`s (trntui/analysis/surprises.py) that make that cell look wrong:
+        drawn with `MARK` after it; `!` explains them."""
+        self.surprises: list = []
         self.twins: dict[int, str] = {}
         """Row → suffix marking the device-side row of a name that has a CPU row too (`twin_suffixes`)."""
+        self._marked_fields: set[str] = set()
         self._columns_cache: tuple[object, list[tuple[int, int]]] = (None, [])
         self._version = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
@@ -239,6 +245,11 @@ class OpTableView(ScrollView, can_focus=True):
         self.table = table
         self.profile = profile
         self.twins = twin_suffixes(table)
+        from trntui.analysis.surprises import marked_cells, surprises
+
+        self.surprises = surprises(profile, table) if profile is not None else []
+        self.marks = marked_cells(self.surprises)
+        self._marked_fields = {name for _, name in self.marks}
         self.name_offset = 0
         self.spread = instance_spread(table, profile) if profile is not None and self.show_spread else None
         if self.spread is None:
@@ -268,6 +279,9 @@ class OpTableView(ScrollView, can_focus=True):
             text += f" · {len(hidden)} column{'s' if len(hidden) > 1 else ''} hidden (narrow)"
         if self.pattern is not None:
             text += f" · filter: /{safe_text(self.pattern.pattern)}/"
+        if self.marks:
+            rows = len({k for k, _ in self.marks})
+            text += f" · {MARK} {rows} row{'s' if rows > 1 else ''} marked: {MARK} says why"
         return text
 
     def row_text(self, position: int) -> str:
@@ -427,6 +441,7 @@ class OpTableView(ScrollView, can_focus=True):
         values = np.asarray(self._values(column.key))
         rows = (int(np.argmax(values)), int(np.argmin(values)))
         widest = max(len(_format(self.table, column.key, k, self.spread)) for k in rows)
+        widest += column.key in self._marked_fields  # room for the MARK
         return column if widest <= column.width else replace(column, width=widest)
 
     def _values(self, key: str) -> np.ndarray:
@@ -558,6 +573,8 @@ class OpTableView(ScrollView, can_focus=True):
         for i, w in self.layout(width):
             c = self.columns[i]
             text = self._name_cell(k) if c.key == "name" else _format(table, c.key, k, self.spread)
+            if c.key in self._marked_fields:
+                text += MARK if (k, c.key) in self.marks else " "
             cells.append(_fit(text, w, c.numeric))
         role = "selected" if k == self.selected_row else "base"
         if position == self.cursor:

@@ -1,0 +1,120 @@
+"""The app's first hour with a user's own traces (issue 26): numbers that look wrong say why, load notes are
+visible, error screens offer only what works and exit 2."""
+
+from __future__ import annotations
+
+import re
+
+from trntui.analysis.surprises import MARK
+from trntui.cli import main
+from trntui.tui.screens.error import ErrorScreen
+from trntui.tui.screens.notes import NotesScreen
+
+from tests.malformed import valid_trace
+
+from .conftest import REPO, opened
+
+
+def cli_notes(capsys, *args: str) -> list[str]:
+    """The `Note:` lines `trntui summary` prints under its table."""
+    assert main(["summary", *args]) == 0
+    return [line[len("Note: "):] for line in capsys.readouterr().out.splitlines() if line.startswith("Note: ")]
+
+
+def notes_shown(app) -> str:
+    """The notes screen's text, as drawn (lines joined, the wrapping undone)."""
+    assert isinstance(app.screen, NotesScreen)
+    widget = app.screen.query_one("#notes-text")
+    lines = [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+    return " ".join(line.strip() for line in lines if line.strip())
+
+
+async def test_surprising_cells_are_marked_and_explained_like_the_cli(corpus_dir, capsys):
+    """ROCm's `ProfilerStep*` Self CUDA % of 692% is drawn with a `!`, and `!` on its row shows the note the CLI
+    prints for it (one text, made once: trntui/analysis/surprises.py); an ordinary row has no mark."""
+    path = corpus_dir / "rocm_mi250_train.json.gz"
+    [note] = [n for n in cli_notes(capsys, str(path)) if n.startswith("Self CUDA % above 100%")]
+    async with opened(path, size=(120, 30)) as (app, pilot):
+        ops = app.ops
+        rows = [ops.render_line(y).text for y in range(1, len(ops.view) + 1)]
+        step = next(r for r in rows if r.startswith("ProfilerStep* "))
+        assert re.search(r"692\.00%" + re.escape(MARK) + r"\s*$", step), step
+        assert not any(MARK in r for r in rows if r.startswith("aten::copy_ "))
+        ops.move_to_row(ops.table.find("ProfilerStep*"))
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        shown = notes_shown(app)
+        assert "The numbers marked ! on ProfilerStep*" in shown
+        assert " ".join(note.split()) in shown
+
+
+async def test_negative_self_cpu_is_marked(capsys):
+    """The Neuron sample's negative Self CPU of `ProfilerStep*` is marked; the explanation is the CLI's note."""
+    path = REPO / "sample_profiles" / "neuron" / "naive"
+    notes = [n for n in cli_notes(capsys, str(path)) if n.startswith("negative Self CPU")]
+    async with opened(path, size=(120, 30)) as (app, pilot):
+        ops = app.ops
+        rows = [ops.render_line(y).text for y in range(1, len(ops.view) + 1)]
+        marked = [r for r in rows if MARK in r]
+        for note in notes:
+            assert any(r.startswith("ProfilerStep*") and re.search(r"-\d+\.\d{3}us" + re.escape(MARK), r) for r in marked)
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        shown = notes_shown(app)
+        for note in notes:
+            assert " ".join(note.split()) in shown
+
+
+async def test_truncated_trace_shows_a_banner_and_the_clis_notes(tmp_path, capsys):
+    """A trace cut short: a banner under the header says so in the CLI's words (not only `· 1 skipped`), and
+    `!` lists every note the CLI prints."""
+    data = valid_trace()
+    path = tmp_path / "cut.json"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    notes = cli_notes(capsys, str(path))
+    truncated = next(n for n in notes if n.startswith("file is truncated"))
+    async with opened(path, size=(120, 30)) as (app, pilot):
+        banner = app.query_one("#notice")
+        assert banner.display and banner.region.height == 1
+        assert truncated in banner.render_line(0).text
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        shown = notes_shown(app)
+        assert all(" ".join(n.split()) in shown for n in notes)
+        assert "Skipped 1 input record(s)" in shown
+
+
+async def test_clean_trace_has_no_banner(corpus_dir):
+    """A whole trace: no banner takes a line."""
+    async with opened(corpus_dir / "cuda_simple_add.json.gz", size=(100, 24)) as (app, pilot):
+        assert app.query_one("#notice").region.height == 0
+
+
+async def test_error_screen_offers_what_works_and_quits_with_2(tmp_path):
+    """A single bad file: the error screen does not offer `r: pick another run` (there is no other run), `r`
+    does nothing there, and `q` quits with exit code 2, like the CLI."""
+    bad = tmp_path / "trace.json"
+    bad.write_text("this is not json at all {")
+    async with opened(bad) as (app, pilot):
+        assert isinstance(app.screen, ErrorScreen)
+        keys = app.screen.query_one("#error-keys").render_line(0).text
+        assert "pick another run" not in keys and "q: quit" in keys
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.exit_code() == 2
+
+
+async def test_quit_after_closing_the_error_exits_2(tmp_path):
+    """Closing the error and quitting later still exits 2 while nothing was loaded."""
+    bad = tmp_path / "trace.json"
+    bad.write_text("[1, 2")
+    async with opened(bad) as (app, pilot):
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.exit_code() == 2
