@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch  # captures or profiles with torch: `-m "not torch"` leaves them out
 
 from trntui.analysis.key_averages import key_averages  # noqa: E402
 from trntui.cli import main  # noqa: E402
@@ -66,7 +67,6 @@ def assert_rmsnorm_shape(counts: dict[str, dict[str, int]]) -> None:
     assert "aten::rsqrt" not in compiled  # fused by inductor into one kernel call
 
 
-@pytest.mark.slow  # shares one real capture with an inductor compile (tens of seconds cold)
 def test_capture_exits_zero_and_reports_progress(cpu_capture: dict) -> None:
     assert cpu_capture["rc"] == 0, cpu_capture["stderr"]
     err = cpu_capture["stderr"]
@@ -75,7 +75,6 @@ def test_capture_exits_zero_and_reports_progress(cpu_capture: dict) -> None:
     assert "error" not in err
 
 
-@pytest.mark.slow  # shares one real capture with an inductor compile (tens of seconds cold)
 def test_variant_directories_and_manifests(cpu_capture: dict) -> None:
     out: Path = cpu_capture["out"]
     assert sorted(p.name for p in out.iterdir()) == sorted(VARIANTS)
@@ -99,7 +98,6 @@ def test_variant_directories_and_manifests(cpu_capture: dict) -> None:
         assert manifest["compile_backend"] == "inductor"
 
 
-@pytest.mark.slow  # shares one real capture with an inductor compile (tens of seconds cold)
 def test_printed_tables_have_the_walkthrough_shape(cpu_capture: dict) -> None:
     counts = table_sections(cpu_capture["stdout"])
     assert set(VARIANTS) <= set(counts)
@@ -111,7 +109,6 @@ def test_printed_tables_have_the_walkthrough_shape(cpu_capture: dict) -> None:
     assert "Variant" in cpu_capture["stdout"].splitlines()[-4]  # the side-by-side lines close the output
 
 
-@pytest.mark.slow  # shares one real capture with an inductor compile (tens of seconds cold)
 def test_loaders_and_summary_accept_parent_and_variant(cpu_capture: dict, capsys: pytest.CaptureFixture) -> None:
     out: Path = cpu_capture["out"]
     runs = find_runs(out)
@@ -130,7 +127,6 @@ def test_loaders_and_summary_accept_parent_and_variant(cpu_capture: dict, capsys
     assert "aten::rsqrt" in single and "==" not in single
 
 
-@pytest.mark.slow  # shares one real capture with an inductor compile (tens of seconds cold)
 def test_incomplete_manifest_hides_a_variant(cpu_capture: dict, tmp_path: Path) -> None:
     import shutil
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch  # captures or profiles with torch: `-m "not torch"` leaves them out
 
 from trntui.cli import main  # noqa: E402
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch  # captures or profiles with torch: `-m "not torch"` leaves them out
 
 from torch.profiler import ProfilerAction, ProfilerActivity  # noqa: E402
 

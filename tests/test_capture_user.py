@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch  # captures or profiles with torch: `-m "not torch"` leaves them out
 
 from trntui.analysis.key_averages import key_averages  # noqa: E402
 from trntui.capture.workloads import Variant, Workload, WorkloadSource, normalize  # noqa: E402

@@ -303,6 +303,7 @@ WORKLOADS = {
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
+@pytest.mark.torch  # profiles with torch
 def test_profile_workload_exits_are_one_line(name, tmp_path, capsys) -> None:
     pytest.importorskip("torch")
     source, expect = WORKLOADS[name]

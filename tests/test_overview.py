@@ -362,6 +362,7 @@ def test_recommendations_carry_their_figures(corpus_dir):
 # ---------------------------------------------------------------------------------------------------------
 # a real CPU capture with a DataLoader (torch 2.13)
 # ---------------------------------------------------------------------------------------------------------
+@pytest.mark.torch  # profiles with torch
 def test_dataloader_share_on_a_real_cpu_capture(tmp_path):
     torch = pytest.importorskip("torch")
     import time
@@ -425,6 +426,7 @@ def test_cached_run_keeps_kernel_figures_and_gives_the_same_overview(tmp_path, c
     assert cache.load_derived(third, "overview_kernels_v2") is None
 
 
+@pytest.mark.torch  # profiles with torch
 def test_memory_curve_on_a_real_profile_memory_capture(tmp_path):
     """A profile_memory=True capture: the CPU curve has every [memory] record, its peak is the largest
     `Total Allocated`, and the op named at the peak is the innermost op around that record (read here from the

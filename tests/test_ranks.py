@@ -50,6 +50,7 @@ def results(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_straggler_is_found(local_doc: dict) -> None:
     doc = local_doc
     assert [r["rank"] for r in doc["ranks"]] == list(range(16))
@@ -67,6 +68,7 @@ def test_straggler_is_found(local_doc: dict) -> None:
     assert doc["rule"]["k"] == 3.0 and "MAD" in doc["rule"]["text"]
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_table_shows_the_rule_and_the_straggler(job16: Path, capsys) -> None:
     rc, out, err = run_cli(capsys, "ranks", str(job16), "--jobs", "2")  # (summaries cached for the next call)
     assert rc == 0, err
@@ -116,6 +118,7 @@ def trntui_started(*argv: str) -> "subprocess.Popen[str]":
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(job16: Path, local_doc: dict) -> None:
     dask = ranks_json_process(str(job16), "--engine", "dask", "--jobs", "2")
     assert dask["engine"].startswith("dask LocalCluster, 2 workers")
@@ -125,6 +128,7 @@ def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(job16: Path
     assert len(workers) == 2 and not workers & {r["ran_on"]["worker"] for r in local_doc["ranks"]}
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_one_job_runs_in_this_process_with_the_same_results(job16: Path, local_doc: dict, capsys) -> None:
     import os
 
@@ -161,6 +165,7 @@ def test_parquet_tables(job16: Path, tmp_path: Path, capsys) -> None:
     assert rc == 2 and err.count("\n") == 1 and "--out" in err
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_json_and_csv_fields_in_a_fixed_order(job16: Path, local_doc: dict, capsys) -> None:
     """The documents' fields, pinned (scripts read them by position or diff them): JSON's top level and rank
     records, the CSV header (a flat copy: lists joined, one column per step) and its values, which are JSON's."""
@@ -190,6 +195,7 @@ def test_json_and_csv_fields_in_a_fixed_order(job16: Path, local_doc: dict, caps
         assert [row["step_551_us"], row["step_552_us"]] == [str(t) for t in rec["step_us"]]
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_summaries_are_cached_per_rank(job16: Path, local_doc: dict, capsys) -> None:
     from trntui import cache
 
@@ -263,6 +269,7 @@ def test_the_memory_budget_applies_per_worker(job16: Path, capsys, monkeypatch) 
     assert worker_budget(LoadOptions(memory_budget=300 << 20), EngineOptions("local", 2), 16) == (300 << 20, 2)
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_engine_never_runs_more_than_jobs_items_at_once(tmp_path: Path) -> None:
     from trntui.engine import EngineOptions, map_tasks
 
@@ -297,6 +304,7 @@ def _concurrency_probe(item: tuple[str, int]) -> tuple[int, int]:
     return k, peak
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_an_existing_dask_scheduler(corpus_dir: Path, tmp_path: Path, capsys) -> None:
     """`--scheduler ADDRESS`: the work goes to a running cluster's workers, started here as the README says
     (`dask scheduler`, `dask worker ADDRESS --nthreads 1`), each a process of its own."""
@@ -382,6 +390,7 @@ def compare(engine):
 """
 
 
+@pytest.mark.cluster  # worker processes or a Dask cluster
 def test_a_script_without_a_main_guard_is_told_why_not_out_of_memory(corpus_dir: Path, tmp_path: Path) -> None:
     """Worker processes (forkserver, a LocalCluster's nannies) import the main script again: one that starts them
     from its top level would run again in each worker, and the workers die. The error names the script and the

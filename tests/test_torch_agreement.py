@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch  # captures or profiles with torch: `-m "not torch"` leaves them out
 
 from trntui.analysis.key_averages import key_averages  # noqa: E402
 from trntui.report import render_table  # noqa: E402
@@ -272,7 +273,6 @@ def mixed(tmp_path_factory):
     return prof, trace
 
 
-@pytest.mark.slow
 def test_tensor_list_ops_are_grouped_by_shapes_as_torch_groups_them(mixed) -> None:
     """torch's `input_shapes` holds [] for a TensorList argument although the trace's `Input Dims` lists each
     tensor's shape: aten::cat with lists of 1, 2 and 3 tensors is one row in torch's table, and so in ours."""
@@ -287,7 +287,6 @@ def test_tensor_list_ops_are_grouped_by_shapes_as_torch_groups_them(mixed) -> No
     _assert_same_text(theirs, table, shapes=True)
 
 
-@pytest.mark.slow
 def test_input_shapes_cells_are_cut_to_the_column_as_torch_cuts_them(mixed) -> None:
     """Shapes longer than 80 characters (LSTM's mkldnn_rnn_layer) are cut to the column width, `str()[:80]`."""
     prof, trace = mixed
@@ -298,7 +297,6 @@ def test_input_shapes_cells_are_cut_to_the_column_as_torch_cuts_them(mixed) -> N
     assert all(len(line) == len(text.splitlines()[0]) for line in text.splitlines()[:-1])
 
 
-@pytest.mark.slow
 def test_mangled_names_are_demangled_as_in_torchs_table(mixed) -> None:
     prof, trace = mixed
     assert _trace_args(trace, MANGLED)  # the trace keeps the mangled name
@@ -307,7 +305,6 @@ def test_mangled_names_are_demangled_as_in_torchs_table(mixed) -> None:
     _assert_same_text(theirs, table)
 
 
-@pytest.mark.slow
 def test_memory_columns_equal_torchs_byte_for_byte(mixed, capsys) -> None:
     """profile_memory=True: CPU Mem / Self CPU Mem per row, the [memory] rows (records no op contains) and the
     [OutOfMemory] row are torch's, in every output format."""
@@ -368,7 +365,6 @@ def _threads_step():
     return step
 
 
-@pytest.mark.slow
 def test_multithreaded_rows_come_in_torchs_order_sorted_by_count_with_a_limit(tmp_path: Path, capsys) -> None:
     prof, trace = _capture(_threads_step(), tmp_path, all_threads=True)
     threads = {e["tid"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "cpu_op"}
@@ -391,7 +387,6 @@ def _half_ns_ties(table) -> list[int]:
     return out
 
 
-@pytest.mark.slow
 def test_cpu_time_avg_is_torchs_float_sum_to_the_last_digit(mixed, tmp_path: Path) -> None:
     """torch sums µs floats in event order (97.42499999999927 / 6 prints 16.237, not 16.238): every total and
     average is the same float as torch's, and the printed table agrees on rows whose exact mean is a half-ns tie."""

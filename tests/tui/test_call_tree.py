@@ -45,6 +45,7 @@ def cursor_text(screen) -> str:
 
 
 @pytest.mark.parametrize("size", SIZES)
+@pytest.mark.torch  # profiles with torch
 async def test_call_tree_walks_the_step(stack_trace, size):
     """`t` on `aten::addmm` opens its step's tree with the cursor on it, inside its module and Python frames;
     p / ] / l / h walk parent, siblings and children; v leaves the Python frames out; the icicle and the

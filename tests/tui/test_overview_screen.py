@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from trntui.tui.capture import screen_text
 from trntui.tui.screens.overview import OverviewScreen
 
@@ -112,6 +114,7 @@ async def test_cpu_only_profile_has_no_kernel_table(corpus_dir):
         assert region_words(app, "#ov-recs").startswith("• [communication] 85.1% of the step time is communication")
 
 
+@pytest.mark.torch  # profiles with torch
 async def test_memory_curve_panel_on_a_profile_memory_capture(tmp_path):
     import pytest
 
