@@ -12,7 +12,7 @@ from trntui.tui.screens.notes import NotesScreen
 
 from tests.malformed import valid_trace
 
-from .conftest import REPO, opened
+from .conftest import REPO, opened, settle
 
 
 def cli_notes(capsys, *args: str) -> list[str]:
@@ -118,3 +118,39 @@ async def test_quit_after_closing_the_error_exits_2(tmp_path):
         await pilot.press("q")
         await pilot.pause()
     assert app.exit_code() == 2
+
+
+async def test_panes_agree_on_the_op_that_launched_a_hardware_event():
+    """On a hardware `nc_exec_running` event of the Neuron sample, the chain pane's launching op is the op `t`
+    opens the call tree on, the op the call-tree pane follows, and selecting that op highlights the event
+    (one rule: analysis/links.launching_ops); before, `t` said there was no launching op."""
+    from trntui.model.profile import Tier
+    from trntui.tui.screens.calltree import CallTreeScreen
+
+    async with opened(REPO / "sample_profiles" / "neuron" / "naive", size=(160, 50)) as (app, pilot):
+        profile = app.profile
+        hw = min((i for i in range(len(profile)) if profile.name_of(i) == "nc_exec_running"
+                  and profile.lane_of(i).tier == Tier.HARDWARE), key=lambda i: int(profile.start[i]))
+        app.timeline.focus()
+        app.timeline.go_to_event(hw)
+        app.chain_event(hw)
+        await pilot.pause()
+        chain = app.chain.chain
+        op = chain.root
+        assert profile.lane_of(op).tier == Tier.DISPATCH and profile.name_of(op).startswith("aten::")
+        assert chain.root_hop.rule == "launched it"
+        assert app.timeline.event_under_cursor() == hw
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, CallTreeScreen), [str(n.message) for n in app._notifications]  # noqa: SLF001
+        view = app.screen.tree_view
+        assert view.calltree.nodes[view.node].events[0] == op or op in view.calltree.nodes[view.node].events
+        await pilot.press("escape")
+        await pilot.pause()
+        tree = app.calltree
+        await settle(pilot, lambda: tree.calltree is not None)
+        assert tree.calltree is not None and op in tree.calltree.node_of, tree.hint
+        row = next(k for k in range(len(app.table)) if op in set(int(e) for e in app.table.rows_events[k]))
+        app.select_op(row)
+        await pilot.pause()
+        assert hw in set(int(e) for e in app.timeline.selection)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trntui.analysis.links import Links, Rule, build_links
+from trntui.analysis.links import Links, Rule, build_links, launching_op
 from trntui.model.profile import NO_ID, Profile, Tier
 
 MAX_BRANCHES = 256
@@ -182,7 +182,9 @@ def find_root(profile: Profile, links: Links, i: int) -> int:
 def follow(profile: Profile, i: int) -> Chain:
     """The dependency chain through event `i`, from its framework op down to hardware."""
     links = build_links(profile)
-    root = find_root(profile, links, i)
+    root = launching_op(profile, i)  # the op every pane calls its launcher (links.launching_ops)
+    if root < 0:
+        root = find_root(profile, links, i)
     root_hop = _hop(profile, [root], "selected" if root == i else "launched it", None)
     parent_arr, _ = profile.nesting()
     chain = Chain(selected=i, root=root, root_hop=root_hop, parent=int(parent_arr[root]))

@@ -399,3 +399,43 @@ def _fwdbwd_pairs(flows: Flows, fwdbwd: int) -> tuple[dict[int, int], dict[int, 
         return {}, {}
     s_ev, f_ev = [starts[q] for q in both], [finishes[q] for q in both]
     return dict(zip(s_ev, f_ev)), dict(zip(f_ev, s_ev))
+
+
+def launching_ops(profile: Profile) -> np.ndarray:
+    """Per event: the framework op on a host thread that launched it (itself for such an op), else `NO_ID`.
+
+    The one notion of "the op that launched this" for every pane (chain, call tree, instances, timeline): an op
+    on a dispatch lane is its own; a runtime or device row linked by External id / correlation has its `op_of`;
+    anything else reached along the dependency edges (a Neuron flow: driver row -> `nrta_execute_schedule` ->
+    `nc_exec_running`) takes the op of its earliest predecessor that has one (`chains.find_root` walks the same
+    way). Cached per profile and edge count (loaders of other formats add edges after the links are built)."""
+    links = build_links(profile)
+    key = ("launching_ops", len(links.edge_src))
+    cached = profile.cache.get(key)
+    if cached is not None:
+        return cached
+    from trntui.model.profile import Tier
+
+    n = len(profile)
+    tiers = np.array([lane.tier for lane in profile.lanes], np.int8) if len(profile.lanes) else np.zeros(1, np.int8)
+    on_host = links.frontend & (tiers[profile.lane] == int(Tier.DISPATCH)) if n else np.zeros(0, bool)
+    op = np.where(on_host, np.arange(n, dtype=np.int64), np.asarray(links.op_of, np.int64))
+    bad = op >= 0
+    bad[bad] = ~on_host[op[bad]]  # an op_of that is no host op (cannot happen for Kineto links; be safe)
+    op[bad] = NO_ID
+    src, dst = links.edge_src, links.edge_dst
+    if len(src):
+        order = np.argsort(-profile.start[src], kind="stable")  # the earliest predecessor is written last: it wins
+        src, dst = src[order], dst[order]
+        for _ in range(64):  # one pass per tier step; chains are a few steps long
+            todo = (op[dst] < 0) & (op[src] >= 0)
+            if not todo.any():
+                break
+            op[dst[todo]] = op[src[todo]]
+    profile.cache[key] = op
+    return op
+
+
+def launching_op(profile: Profile, event: int) -> int:
+    """The framework op on a host thread that launched `event` (`launching_ops`), or `NO_ID`."""
+    return int(launching_ops(profile)[event])

@@ -562,14 +562,13 @@ class TrntuiApp(App[None]):
         first instance, move the timeline cursor to it."""
         if self.table is None or self.profile is None:
             return
-        from trntui.analysis.links import build_links
+        from trntui.analysis.links import launching_ops
 
         events = np.asarray(self.table.rows_events[row], np.int64)
         if len(events) == 0:
             self.notify("This row has no events to show", severity="warning")
             return
-        links = build_links(self.profile)
-        launched = np.nonzero(np.isin(links.op_of, events))[0]
+        launched = np.nonzero(np.isin(launching_ops(self.profile), events))[0]
         self.timeline.select(np.concatenate([events, launched]), events, safe_text(self.table.name[row]))
         first = int(events[np.argmin(self.profile.start[events])])
         self.timeline.zoom_to_event(first)  # the first instance (and what it launched) fills the pane

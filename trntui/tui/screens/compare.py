@@ -331,7 +331,7 @@ class OpTimelineScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        from trntui.analysis.links import build_links
+        from trntui.analysis.links import launching_ops
         from trntui.tui.widgets.chain import ChainView
         from trntui.tui.widgets.timeline import Timeline
 
@@ -347,8 +347,7 @@ class OpTimelineScreen(Screen[None]):
             Text(f"#{self.number} {safe_text(self.run.name)} · {name} · {len(events)} instance(s) · n/N: next/prev · Esc: back")
         )
         if len(events):
-            links = build_links(profile)
-            launched = np.nonzero(np.isin(links.op_of, events))[0]
+            launched = np.nonzero(np.isin(launching_ops(profile), events))[0]
             timeline.select(np.concatenate([events, launched]), events)
             self.first_event = int(events[np.argmin(profile.start[events])])
             chain.show_event(self.first_event)

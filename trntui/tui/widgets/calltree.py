@@ -151,12 +151,12 @@ class CallTreeView(ScrollView, can_focus=True):
         if event < 0 or self.profile is None:
             return
         from trntui.analysis.calltree import enclosing_step
-        from trntui.analysis.links import build_links
+        from trntui.analysis.links import launching_op
         from trntui.model.profile import Tier
 
         profile = self.profile
         if profile.lane_of(event).tier != Tier.DISPATCH:
-            event = int(build_links(profile).op_of[event])
+            event = launching_op(profile, event)
             if event < 0:
                 self.calltree, self.root_event, self.line_nodes = None, -1, []
                 self.hint = "The selected event has no launching op on a host thread: no call tree."

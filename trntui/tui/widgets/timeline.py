@@ -924,12 +924,12 @@ class Timeline(Widget, can_focus=True):
         """Open the call-tree screen on the step enclosing `event` (its launching op for device rows); the
         node chosen there is highlighted and zoomed to here."""
         from trntui.analysis.calltree import enclosing_step
-        from trntui.analysis.links import build_links
+        from trntui.analysis.links import launching_op
         from trntui.tui.screens.calltree import CallTreeScreen
 
         profile = self.profile
         if profile.lane_of(event).tier != Tier.DISPATCH:
-            op = int(build_links(profile).op_of[event])
+            op = launching_op(profile, event)
             if op < 0:
                 self.notify("This event has no launching op on a host thread: no call tree", severity="warning")
                 return
