@@ -154,3 +154,42 @@ async def test_panes_agree_on_the_op_that_launched_a_hardware_event():
         app.select_op(row)
         await pilot.pause()
         assert hw in set(int(e) for e in app.timeline.selection)
+
+
+async def test_ranks_hint_names_a_key_of_the_app(corpus_dir, tmp_path):
+    """Runs that form no job: `R` says so and names what the app can do (not `--all`, an option `open` lacks);
+    pressing the key it names opens the Ranks screen with every run as a rank."""
+    from trntui.tui.screens.ranks import RanksScreen
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "trace.json.gz").write_bytes((corpus_dir / "cuda_simple_add.json.gz").read_bytes())
+    (tmp_path / "b" / "trace.json.gz").write_bytes((corpus_dir / "cpu_only.json.gz").read_bytes())
+    async with opened(tmp_path, size=(120, 30), run="a") as (app, pilot):
+        assert len(app.runs) == 2
+        await pilot.press("R")
+        await pilot.pause()
+        said = [str(n.message) for n in app._notifications]  # noqa: SLF001
+        hint = next(m for m in said if "no job" in m)
+        assert "--all" not in hint and "R again" in hint
+        await pilot.press("R")
+        await settle(pilot, lambda: isinstance(app.screen, RanksScreen))
+        assert isinstance(app.screen, RanksScreen)
+
+
+async def test_csv_dialog_offers_a_whole_path(corpus_dir, tmp_path, monkeypatch):
+    """`w` offers a whole path (the start directory, a name after the run), and Enter writes that file."""
+    from textual.widgets import Input
+
+    from trntui.tui.screens.prompt import PromptScreen
+
+    monkeypatch.chdir(tmp_path)
+    async with opened(corpus_dir / "cuda_simple_add.json.gz", size=(100, 24)) as (app, pilot):
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        value = app.screen.query_one(Input).value
+        assert value == str(tmp_path / "cuda_simple_add.json.gz-ops.csv")
+        await pilot.press("enter")
+        await pilot.pause()
+    assert (tmp_path / "cuda_simple_add.json.gz-ops.csv").read_text().startswith("name,device_type,")

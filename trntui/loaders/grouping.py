@@ -512,9 +512,15 @@ def groups_of(runs: Sequence[Any]) -> list[RunGroup]:
     return out
 
 
-def pick_job(groups: Sequence[RunGroup], path: Path, name: str | None = None, every: bool = False) -> RunGroup:
+EVERY_RUN_HINT = "--all compares every run as a rank"
+"""How the CLI asks for every run as a rank (`trntui ranks --all`); the app names its own key instead."""
+
+
+def pick_job(groups: Sequence[RunGroup], path: Path, name: str | None = None, every: bool = False,
+             every_hint: str = EVERY_RUN_HINT) -> RunGroup:
     """The job to compare rank by rank: the one named `name`, else the only job under `path`; with `every`,
-    every run found as one rank each. A one-line `TrntuiError` when that is ambiguous or there is none."""
+    every run found as one rank each. A one-line `TrntuiError` when that is ambiguous or there is none, ending
+    with `every_hint` (how the shell asking asks for every run as a rank)."""
     from trntui.errors import TrntuiError
 
     if every:
@@ -532,6 +538,6 @@ def pick_job(groups: Sequence[RunGroup], path: Path, name: str | None = None, ev
         found = ", ".join(g.name for g in groups[:5]) + (" ..." if len(groups) > 5 else "")
         raise TrntuiError(
             f"{path}: no job with several ranks here ({len(groups)} run{'s' if len(groups) != 1 else ''}: {found}); "
-            "trntui info PATH says why; --all compares every run as a rank"
+            f"trntui info PATH says why; {every_hint}"
         )
     raise TrntuiError(f"{path}: holds {len(jobs)} jobs ({', '.join(x.name for x in jobs)}); pick one with --job")

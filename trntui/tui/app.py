@@ -163,6 +163,8 @@ class TrntuiApp(App[None]):
         """The run being loaded, shown in the `before_table` panes while its table is computed (`ProfileShown`)."""
         self.focus_when_shown: Any = None
         """The focused widget when `shown_early` was shown (the loading ops table cannot take the focus)."""
+        self.ranks_every_next = False
+        """`R` said there is no job under the path: the next `R` takes every run as a rank (its hint says so)."""
         self.ranks_report: tuple[str, object] | None = None
         """(job name, RanksReport) of the last Ranks screen, so reopening it does not summarise again."""
 

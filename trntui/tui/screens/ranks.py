@@ -270,6 +270,10 @@ KEY_SECTIONS = [("Ranks screen", RanksScreen), ("Ranks heatmap", RankHeatmap)]
 """The Ranks screen's keys, for the help screen and docs/tui.md (trntui/tui/screens/__init__.py)."""
 
 
+EVERY_RUN_KEY_HINT = "R again compares every run as a rank"
+"""The app's way to what `trntui ranks --all` does (the CLI's hint names an option `open` does not have)."""
+
+
 def open_screen(app: Any) -> None:
     """`R` in the explorer: the Ranks screen of the job under the path."""
     from trntui.errors import TrntuiError
@@ -277,12 +281,14 @@ def open_screen(app: Any) -> None:
 
     groups = groups_of(app.runs)
     jobs = [g for g in groups if g.kind == "job"]
+    every, app.ranks_every_next = getattr(app, "ranks_every_next", False), False
     if len(jobs) > 1:  # several jobs under the path: the one of the run on screen, else the first
         job = next((g for g in jobs if any(r.name == app.run_name for r in g.runs)), jobs[0])
     else:
         try:
-            job = pick_job(groups, app.path)
+            job = pick_job(groups, app.path, every=every, every_hint=EVERY_RUN_KEY_HINT)
         except TrntuiError as exc:
+            app.ranks_every_next = True  # the hint's key: R again takes every run as a rank
             app.notify(safe_text(exc), severity="warning", markup=False)
             return
     spans = sorted({r.span for r in job.runs if r.span is not None})

@@ -382,7 +382,16 @@ class OpTableView(ScrollView, can_focus=True):
                 self.save_csv(path)
 
         what = f"{len(self.view):,} rows" + (f" matching /{self.pattern.pattern}/" if self.pattern else "")
-        self.app.push_screen(PromptScreen(f"Save the {safe_text(what)} as CSV to:", "trntui-ops.csv"), save)
+        self.app.push_screen(PromptScreen(f"Save the {safe_text(what)} as CSV to:", str(self.default_csv_path())), save)
+
+    def default_csv_path(self) -> "Path":
+        """Where `w` offers to save: a file named after the run, in the directory trntui was started from (the
+        whole path shown, so the user sees where it goes)."""
+        from pathlib import Path
+
+        run = getattr(self.app, "run_name", None) or "trntui"
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", run).strip("._")[:60] or "trntui"
+        return Path.cwd() / f"{stem}-ops.csv"
 
     def save_csv(self, path: str) -> bool:
         """Write the rows shown to `path` as CSV; a notice says where (or why not)."""
