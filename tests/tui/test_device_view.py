@@ -95,7 +95,7 @@ async def test_device_view_from_the_hardware_lane() -> None:
         text = screen_text(app)
         assert "Verdict: execution 0 (MODULE_10001_8417/model.neff): memory-bound" in text
         assert "aten::mul.Tensor: memory-bound: arithmetic intensity 0.25 FLOP/B is below the ridge 218 FLOP/B" in text
-        assert "Peaks from: aws-neuron-sdk about-neuron/arch/neuron-hardware/neuron-core-v3.rst" in text
+        assert "Peaks from: aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/neuron-core-v3.rst" in text
         await pilot.press("escape", "escape")
         await pilot.pause()
         assert not isinstance(app.screen, DeviceScreen)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from trntui.analysis.roofline import Point, Roof, peak_for, roof_for
+from trntui.analysis.timeline import format_ns
 from trntui.model.device import ENGINES, Coded, Window, coded, engine_name  # (Window: part of this module's interface)
 
 if TYPE_CHECKING:
@@ -78,11 +79,25 @@ def _span(export: "DeviceExport") -> tuple[int, int]:
     return lo, hi
 
 
+def _md_int(export: "DeviceExport", key: str) -> int | None:
+    v = export.metadata.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v < (1 << 62):
+        return None
+    return int(v)
+
+
 def whole(export: "DeviceExport") -> Window:
+    """The whole profile: from the first to the last of the executions (`ExecutionInfo`), the trace's own extent
+    (`Metadata.first_hw_timestamp` / `last_hw_timestamp`) and the events. `Summary.total_time` (the runtime's
+    on-device execution time) is not the window: with several executions it need not equal their extent, and it
+    is shown beside ours (`DeviceReport.notes`)."""
     lo, hi = _span(export)
-    total = export.summary.get("total_time")
-    if isinstance(total, (int, float)) and total > 0 and math.isfinite(total):
-        hi = lo + int(round(total * 1e9))
+    runs = executions(export)
+    if runs:
+        lo, hi = min(lo, min(w.start for w in runs)), max(hi, max(w.end for w in runs))
+    first, last = _md_int(export, "first_hw_timestamp"), _md_int(export, "last_hw_timestamp")
+    if first is not None and last is not None and first <= lo and last >= hi and last - first <= 4 * (hi - lo) + 1_000_000:
+        lo, hi = first, last  # the trace's extent on the same clock (a few ns around the events)
     return Window(lo, hi, "whole profile", whole=True)
 
 
@@ -94,8 +109,7 @@ def executions(export: "DeviceExport") -> list[Window]:
     if f is None or not len(f) or not (t.has("execution_start_ts") and t.has("execution_end_ts")):
         return []
     lo, hi = _span(export)
-    base = export.metadata.get("first_hw_timestamp")
-    base = int(base) if isinstance(base, (int, float)) and base > 0 else lo
+    base = _md_int(export, "first_hw_timestamp") or lo
     rel_s = f["execution_start_ts"].to_numpy(np.int64)
     rel_e = f["execution_end_ts"].to_numpy(np.int64)
     starts, ends = rel_s + base, rel_e + base
@@ -105,7 +119,7 @@ def executions(export: "DeviceExport") -> list[Window]:
     idx = f["execution_index"].to_numpy(np.int64)
     out = [
         Window(int(s), int(e), f"execution {int(k)}" + (f" ({n})" if n else ""), int(k), n)
-        for s, e, k, n in zip(starts, ends, idx, neff)
+        for s, e, k, n in zip(starts, ends, idx, neff) if e > s  # (an execution without a timeline: pre-v6 NTFF)
     ]
     return sorted(out, key=lambda w: w.start)
 
@@ -165,6 +179,15 @@ class EngineBusy:
     """Sum of instruction durations (overlaps added, the schema's `*_engine_instruction_time`)."""
     active_time_percent: float = math.nan
     """The same from the export's `ActiveTime` table (NaN when it has none)."""
+    per_core: dict[int, float] = field(default_factory=dict)
+    """Physical core → busy % of this engine on that core alone (the timeline's lane figures)."""
+    busy_no_semaphore_ns: int = 0
+    """Busy time without the semaphore-wait instructions (`SEMAPHORE_OPCODES`)."""
+
+    @property
+    def percent_no_semaphore(self) -> float:
+        return 100.0 * self.busy_no_semaphore_ns * self.percent / self.busy_ns if self.busy_ns else (
+            0.0 if math.isfinite(self.percent) else math.nan)
 
 
 @dataclass
@@ -236,6 +259,13 @@ class DeviceReport:
     notes: list[str] = field(default_factory=list)
     export_summary: dict[str, float] = field(default_factory=dict)
     """The export's own roofline figures (`mm_arithmetic_intensity`, `peak_flops_bandwidth_ratio`), when stated."""
+    tensor_engines: int = 1
+    """Tensor Engines in the MFU denominator and the roof: the physical cores analysed."""
+
+    @property
+    def matmul_intensity(self) -> float:
+        """(Tensor Engine FLOPs − transposes) ÷ HBM bytes: the schema's `mm_arithmetic_intensity`, from ours."""
+        return self.tensor_flops / self.hbm_bytes if self.hbm_bytes > 0 and math.isfinite(self.tensor_flops) else math.nan
 
     @property
     def total_ns(self) -> int:
@@ -264,22 +294,72 @@ class _Labels:
         return k
 
 
-def _framework_coded(export: "DeviceExport", layer: pd.Series, raw_id: np.ndarray) -> Coded:
-    """Framework op of each instruction: FrameworkInstruction.framework_name by raw_framework_id, else the
-    instruction's `layer`, else UNATTRIBUTED (one code per distinct name)."""
+@dataclass
+class _Named(Coded):
+    by_id: dict[int, str] = field(default_factory=dict)
+    """Hierarchy-table id → op name (what the table's own rows are matched by)."""
+
+
+def _framework_coded(export: "DeviceExport", layer: pd.Series, raw_id: np.ndarray) -> _Named:
+    """Framework op of each instruction, matched through `raw_framework_id` to FrameworkInstruction: its
+    `framework_name` (optional in the schema), else the instruction's `layer` (the framework-level debug name),
+    else `framework op <id>`; an instruction without an id takes its `layer`, else UNATTRIBUTED."""
     names = _Labels()
     lay = coded(layer)
     lay_map = np.array([names.id(x if x else UNATTRIBUTED) for x in lay.labels], np.int64)
     codes = lay_map[lay.codes] if len(lay.codes) else np.empty(0, np.int64)
+    by_id: dict[int, str] = {}
     fw = export.tables.get("FrameworkInstruction")
-    if fw is not None and fw.has("framework_name") and len(fw.frame) and len(raw_id):
+    if fw is not None and len(fw.frame):
         f = fw.frame
-        ids = pd.Series(f["framework_name"].astype(str).to_numpy(object), index=f["raw_framework_id"].to_numpy(np.int64))
-        ids = ids[~ids.index.duplicated()]
-        name_ids = np.array([names.id(n) if n else -1 for n in ids.tolist()], np.int64)
-        pos = pd.Index(ids.index).get_indexer(raw_id)
-        mapped = np.where(pos >= 0, name_ids[np.maximum(pos, 0)], -1)
-        codes = np.where(mapped >= 0, mapped, codes)
+        ids = f["raw_framework_id"].to_numpy(np.int64)
+        given = f["framework_name"].astype(str).to_numpy(object) if fw.has("framework_name") else np.full(len(f), "", object)
+        # the layer name the instructions of each id carry (the first one seen), for rows without framework_name
+        layer_of: dict[int, str] = {}
+        if len(raw_id) and not all(given):
+            lay_labels = np.asarray(lay.labels, object)
+            u, first = np.unique(raw_id, return_index=True)
+            for k, j in zip(u.tolist(), first.tolist()):
+                label = lay_labels[lay.codes[j]] if len(lay_labels) else ""
+                if label:
+                    layer_of[k] = str(label)
+        for k, n in zip(ids.tolist(), given.tolist()):
+            if k in by_id or k == -1:
+                continue
+            by_id[k] = str(n) if n else layer_of.get(k, f"framework op {k}")
+        if len(raw_id) and by_id:
+            uniq = np.array(list(by_id), np.int64)
+            name_ids = np.array([names.id(by_id[int(k)]) for k in uniq], np.int64)
+            pos = pd.Index(uniq).get_indexer(raw_id)
+            mapped = np.where(pos >= 0, name_ids[np.maximum(pos, 0)], -1)
+            codes = np.where(mapped >= 0, mapped, codes)
+    return _Named(codes, names.labels, by_id)
+
+
+def _hlo_coded(export: "DeviceExport", f: pd.DataFrame) -> Coded:
+    """HLO op of each instruction: its `hlo_name` (optional in Instruction), else HloInstruction's (required
+    there) through `raw_hlo_id`; "" when neither names one."""
+    hlo = coded(f["hlo_name"])
+    t = export.tables.get("HloInstruction")
+    if t is None or not len(t.frame) or not export.has("Instruction", "raw_hlo_id"):
+        return hlo
+    h = t.frame
+    by_id: dict[int, str] = {}
+    for k, n in zip(h["raw_hlo_id"].to_numpy(np.int64).tolist(), h["hlo_name"].astype(str).tolist()):
+        if n and k != -1:
+            by_id.setdefault(k, n)
+    if not by_id:
+        return hlo
+    names = _Labels()
+    names.id("")
+    own = np.array([names.id(x) for x in hlo.labels], np.int64)
+    codes = own[hlo.codes] if len(hlo.codes) else np.empty(0, np.int64)
+    raw = f["raw_hlo_id"].to_numpy(np.int64)
+    uniq = np.array(list(by_id), np.int64)
+    name_ids = np.array([names.id(by_id[int(k)]) for k in uniq], np.int64)
+    pos = pd.Index(uniq).get_indexer(raw)
+    mapped = np.where(pos >= 0, name_ids[np.maximum(pos, 0)], -1)
+    codes = np.where((codes == 0) & (mapped >= 0), mapped, codes)  # the instruction's own name wins
     return Coded(codes, names.labels)
 
 
@@ -334,6 +414,13 @@ def group_table(columns: list[str], label: Any, key: np.ndarray, n: int, s: np.n
     cols = columns + ["count"] + list(sums) + ["busy_ns", "percent", "first", "last"]
     if not len(key):
         return pd.DataFrame({c: pd.Series(dtype=object if c in columns else float) for c in cols})
+    key = np.asarray(key, np.int64)
+    if n > 4 * len(key) + 1024:  # a sparse key space (e.g. engines × opcodes of a hostile export): only the keys used
+        keys, key = np.unique(key, return_inverse=True)
+        key = key.reshape(-1)
+        n = len(keys)
+    else:
+        keys = None
     counts = np.bincount(key, minlength=n)
     present = np.nonzero(counts)[0]
     first = np.full(n, np.iinfo(np.int64).max, np.int64)
@@ -341,13 +428,15 @@ def group_table(columns: list[str], label: Any, key: np.ndarray, n: int, s: np.n
     np.minimum.at(first, key, s)
     np.maximum.at(last, key, e)
     busy = union_by_group(key, s, e, n, by_start=by_start)
-    data: dict[str, Any] = {c: [label(int(k))[j] for k in present] for j, c in enumerate(columns)}
+    orig = keys[present] if keys is not None else present
+    data: dict[str, Any] = {c: [label(int(k))[j] for k in orig] for j, c in enumerate(columns)}
     data["count"] = counts[present]
     for name, v in sums.items():
         acc = np.bincount(key, weights=np.asarray(v, np.float64), minlength=n)[present]
-        data[name] = acc.astype(np.int64) if np.issubdtype(np.asarray(v).dtype, np.integer) else acc
+        integral = np.issubdtype(np.asarray(v).dtype, np.integer) and (not len(acc) or float(np.abs(acc).max()) < 2.0**62)
+        data[name] = acc.astype(np.int64) if integral else acc  # (sums beyond int64 stay floats: never wrapped)
     data["busy_ns"] = busy[present]
-    data["percent"] = 100.0 * busy[present] / total if total else np.zeros(len(present))
+    data["percent"] = 100.0 * busy[present] / total if total else np.full(len(present), math.nan)
     data["first"] = first[present]
     data["last"] = last[present]
     out = pd.DataFrame(data, columns=cols)
@@ -355,12 +444,18 @@ def group_table(columns: list[str], label: Any, key: np.ndarray, n: int, s: np.n
     return out.sort_values([sort_by, "count"], ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _dma(export: "DeviceExport", w: Window, total: int) -> DmaReport | None:
+def _dma(export: "DeviceExport", w: Window, total: int, pcores: list[int] | None = None,
+         notes: list[str] | None = None) -> DmaReport | None:
     agg = export.table("DmaPacketAggregated")
     pk = export.table("DmaPacket")
     if agg is None and pk is None:
         return None
     lo, hi = w.start, w.end
+    if pcores is not None:
+        for name in ("DmaPacketAggregated", "DmaPacket"):
+            if export.table(name) is not None and not export.has(name, "pcore_idx") and notes is not None:
+                notes.append(f"{name} has no pcore_idx column: its DMA is every physical core's, not only core "
+                             + ",".join(str(p) for p in pcores))
 
     def clip(f: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = f["start_ts"].to_numpy(np.int64)
@@ -368,6 +463,10 @@ def _dma(export: "DeviceExport", w: Window, total: int) -> DmaReport | None:
         m = (s < hi) & (e > lo)
         if not w.whole:
             m &= s >= lo  # a transfer belongs to the execution it started in
+        if pcores is not None and "pcore_idx" in f.columns:
+            name = "DmaPacket" if f is pk else "DmaPacketAggregated"
+            if export.has(name, "pcore_idx"):
+                m &= np.isin(f["pcore_idx"].to_numpy(np.int64), pcores)
         idx = np.nonzero(m)[0]
         idx = idx[np.argsort(s[idx], kind="stable")]
         return idx, np.clip(s[idx], lo, hi), np.clip(e[idx], lo, hi)
@@ -417,23 +516,35 @@ def _dma(export: "DeviceExport", w: Window, total: int) -> DmaReport | None:
     )
 
 
-def roof_of(export: "DeviceExport", instance_type: str | None = None) -> tuple[Roof | None, str]:
-    """The roof for this export: the documented peaks of its instance type × its physical cores per logical
-    core; else the peaks its own Metadata states; else None with the reason."""
+def roof_of(export: "DeviceExport", instance_type: str | None = None, cores: int | None = None) -> tuple[Roof | None, str]:
+    """The roof for this export: the documented peaks of its instance type × the physical cores analysed (`cores`:
+    those selected with --pcore, else every core of the logical core); else the peaks its own Metadata states;
+    else None with the reason."""
     it = instance_type or export.instance_type
     peak = peak_for(it) if it else None
-    cores = export.num_physical_cores
+    cores = cores if cores is not None else export.num_physical_cores
     if peak is not None:
         return roof_for(peak, cores), ""
     md = export.metadata
     rows, cols, clock, bw = (md.get(k) for k in ("tensor_engine_num_rows", "tensor_engine_num_cols",
                                                   "tensor_engine_clock_freq", "hbm_ddr_bandwidth"))
-    if all(isinstance(v, (int, float)) and v and v > 0 for v in (rows, cols, clock, bw)):
+    if all(_positive(v) for v in (rows, cols, clock, bw)):
         flops = 2.0 * rows * cols * clock * 1e9 * cores
-        src = "the export's Metadata (2 × tensor_engine_num_rows × num_cols × clock; hbm_ddr_bandwidth)"
-        return Roof(flops, float(bw), src, f"{it or 'instance type unknown'} · from the export's Metadata"), ""
+        src = ("the export's Metadata (2 × tensor_engine_num_rows × num_cols × clock per physical core; "
+               "hbm_ddr_bandwidth: one HBM stack, the schema's MBU denominator)")
+        lnc = f" ×{cores} physical cores" if cores > 1 else ""
+        return Roof(flops, float(bw), src, f"{it or 'instance type unknown'} · from the export's Metadata{lnc}"), ""
     why = f"instance type {it!r} is not in trntui's table of documented peaks" if it else "the export does not say its instance type"
     return None, f"no roofline: {why} (pass --instance-type trn1|trn2|trn3|inf2)"
+
+
+SEMAPHORE_OPCODES = ("EVENT_SEMAPHORE",)
+"""Opcode prefixes of semaphore-wait instructions (`EVENT_SEMAPHORE`, `EVENT_SEMAPHORE_R…`, the setup opcodes
+`Summary.total_exec_time` leaves out). Busy time counts them (the Instruction rows as written); the engines table
+shows busy without them beside it (the schema's "excluding semaphore waits" does not say which is meant)."""
+
+MAX_OTHER_ENGINES = 10
+"""Engine names beyond the documented five shown in the report (the busiest); the rest are counted in a note."""
 
 
 def analyse(
@@ -445,7 +556,14 @@ def analyse(
     instance_type: str | None = None,
     top: int = 15,
 ) -> DeviceReport:
-    """Everything the device view and `trntui device` show, for one window of one device profile."""
+    """Everything the device view and `trntui device` show, for one window of one device profile (no numpy
+    warning escapes: every division by an empty or zero total is guarded or gives NaN, shown as unknown)."""
+    with np.errstate(all="ignore"):
+        return _analyse(export, window, shift, pcores, instance_type, top)
+
+
+def _analyse(export: "DeviceExport", window: Window | None, shift: int, pcores: list[int] | None,
+             instance_type: str | None, top: int) -> DeviceReport:
     w = window or window_for(export)[0]
     lo, hi = w.start, w.end
     total = w.ns
@@ -465,15 +583,28 @@ def analyse(
     col = lambda name: f[name].to_numpy(np.int64)[sel]  # noqa: E731
     eng = coded(f["engine"], engine_name)
     ecodes = eng.codes[sel]
+    op = coded(f["opcode"])
+    ocodes = op.codes[sel]
     notes: list[str] = []
+    ins_t = export.tables["Instruction"]
+    cores_here = sorted(np.unique(pc).tolist())
+    n_cores = len(pcores) if pcores is not None else export.num_physical_cores
 
-    # engines: the documented five first, then any other name the export uses
-    present = list(dict.fromkeys(list(ENGINES) + sorted(set(np.asarray(eng.labels, object)[np.unique(ecodes)].tolist()) - set(ENGINES))))
-    to_present = np.array([present.index(x) for x in eng.labels], np.int64) if eng.labels else np.empty(0, np.int64)
+    # engines: the documented five first, then the other names the window uses (an engine outside the window,
+    # e.g. `Collectives` only in another execution, is not a row)
+    used = np.unique(ecodes)
+    others = sorted({eng.labels[int(k)] for k in used} - set(ENGINES))
+    present = list(ENGINES) + others
+    pos = {name: k for k, name in enumerate(present)}
+    to_present = np.array([pos.get(x, -1) for x in eng.labels], np.int64) if eng.labels else np.empty(0, np.int64)
     pcode = to_present[ecodes] if len(ecodes) else np.empty(0, np.int64)
     busy_by = union_by_group(pcode, s, e, len(present), by_start=True)
     counts = np.bincount(pcode, minlength=len(present))
     times = np.bincount(pcode, weights=dur, minlength=len(present)) if len(pcode) else np.zeros(len(present))
+    sem_label = np.array([str(x).upper().startswith(SEMAPHORE_OPCODES) for x in op.labels], bool)
+    sem = sem_label[ocodes] if len(ocodes) else np.zeros(0, bool)
+    busy_nosem = union_by_group(pcode[~sem], s[~sem], e[~sem], len(present), by_start=True)
+    per_core = {c: union_by_group(pcode[pc == c], s[pc == c], e[pc == c], len(present), by_start=True) for c in cores_here}
     at_busy = None
     at = export.table("ActiveTime")
     if at is not None:
@@ -483,28 +614,40 @@ def analyse(
         if pcores is not None:
             am &= np.isin(at["pcore_idx"].to_numpy(np.int64), pcores)
         a_eng = coded(at["engine"], engine_name)
-        a_map = np.array([present.index(x) if x in present else -1 for x in a_eng.labels], np.int64)
+        a_map = np.array([pos.get(x, -1) for x in a_eng.labels], np.int64)
         a_codes = a_map[a_eng.codes[am]] if len(a_eng.labels) else np.empty(0, np.int64)
         ok = a_codes >= 0
         at_busy = union_by_group(a_codes[ok], np.clip(a_s[am], lo, hi)[ok], np.clip(a_e[am], lo, hi)[ok], len(present))
+    pct_of = lambda v: 100.0 * float(v) / total if total else math.nan  # noqa: E731
     engines = [
-        EngineBusy(name, int(busy_by[k]), 100.0 * busy_by[k] / total if total else 0.0, int(counts[k]), int(times[k]),
-                   100.0 * float(at_busy[k]) / total if at_busy is not None and total else math.nan)
+        EngineBusy(name, int(busy_by[k]), pct_of(busy_by[k]), int(counts[k]), int(times[k]),
+                   pct_of(at_busy[k]) if at_busy is not None else math.nan,
+                   {c: pct_of(v[k]) for c, v in per_core.items()}, int(busy_nosem[k]))
         for k, name in enumerate(present)
     ]
+    if len(others) > MAX_OTHER_ENGINES:
+        extra = sorted(engines[len(ENGINES):], key=lambda x: (-x.busy_ns, x.engine))
+        hidden = extra[MAX_OTHER_ENGINES:]
+        engines = engines[: len(ENGINES)] + sorted(extra[:MAX_OTHER_ENGINES], key=lambda x: x.engine)
+        notes.append(f"{len(others):,} engine names besides the documented five; the {MAX_OTHER_ENGINES} busiest are "
+                     f"shown, {len(hidden):,} more ({sum(x.instructions for x in hidden):,} instructions) are not")
+    if len(cores_here) > 1:
+        notes.append("busy % of an engine is the union of its instructions on physical cores "
+                     + ",".join(str(c) for c in cores_here) + " (busy on any core); the engines table also shows each "
+                     "core's own busy % (the timeline's lane %), and the busy % without semaphore waits")
 
     # bytes and FLOPs per instruction
     hbm_i = col("hbm_read_bytes") + col("hbm_write_bytes")
     sbuf_i = col("sbuf_read_bytes") + col("sbuf_write_bytes")
-    flops_i = col("raw_flops").astype(np.float64)
+    has_flops = ins_t.has("raw_flops")
+    flops_i = col("raw_flops").astype(np.float64) if has_flops else np.full(len(sel), math.nan)
+    if not has_flops:
+        notes.append("Instruction has no raw_flops column: FLOPs, arithmetic intensity and MFU are unknown "
+                     "(the roofline places nothing; bandwidth figures only)")
     fw = _framework_coded(export, f["layer"], f["raw_framework_id"].to_numpy(np.int64))
     fcodes = fw.codes[sel]
-    hlo = coded(f["hlo_name"])
+    hlo = _hlo_coded(export, f)
     hcodes = hlo.codes[sel]
-    op = coded(f["opcode"])
-    ocodes = op.codes[sel]
-    if not export.tables["Instruction"].has("raw_flops"):
-        notes.append("Instruction has no raw_flops column: FLOPs are 0 (roofline from bytes only)")
 
     # top instructions (the longest single instructions)
     k = min(top, len(dur))
@@ -526,58 +669,191 @@ def analyse(
                          {n: v[named] for n, v in sums.items()}, total, by_start=True)
     framework = group_table(["framework_op"], lambda k: (fw.labels[k],), fcodes, len(fw.labels), s, e, sums, total,
                             by_start=True)
+    # the hierarchy tables' own HBM bytes (required there; the per-instruction counts are optional)
+    framework = _with_rollup(framework, "framework_op", _rollup(export, "FrameworkInstruction", w, fw.by_id),
+                             total, pcores, ins_t.has("hbm_read_bytes"), notes, "FrameworkInstruction")
+    hlo_df = _with_rollup(hlo_df, "hlo", _rollup(export, "HloInstruction", w, None), total, pcores,
+                          ins_t.has("hbm_read_bytes"), notes, "HloInstruction")
 
     # DMA and HBM bytes
-    dma = _dma(export, w, total)
+    dma = _dma(export, w, total, pcores, notes)
     if dma is not None and (dma.hbm_read or dma.hbm_write):
         hbm_bytes, hbm_source = float(dma.hbm_read + dma.hbm_write), "DMA transfers to/from HBM"
     else:
         hbm_bytes, hbm_source = float(hbm_i.sum()), "instructions' hbm_read_bytes + hbm_write_bytes"
-    flops = float(flops_i.sum())
+    flops = float(flops_i.sum()) if has_flops else math.nan
     tmask = np.array([x == "Tensor" for x in eng.labels], bool)[ecodes] if len(ecodes) else np.zeros(0, bool)
-    tensor_flops = float(flops_i[tmask].sum() - col("flops_transpose")[tmask].sum())
+    tensor_flops = float(flops_i[tmask].sum() - col("flops_transpose")[tmask].sum()) if has_flops else math.nan
 
     # roofline
-    roof, roof_note = roof_of(export, instance_type)
+    roof, roof_note = roof_of(export, instance_type, n_cores)
     execution: Point | None = None
     points: list[Point] = []
+    if len(framework):
+        framework["seconds"] = (framework["last"] - framework["first"]) / 1e9
     if roof is not None:
         execution = Point(w.label if not w.whole else "execution", flops, hbm_bytes, total / 1e9, roof)
         for row in framework.itertuples(index=False):
-            points.append(Point(str(row.framework_op), float(row.flops), float(row.hbm_bytes),
-                                (row.last - row.first) / 1e9, roof))
-    if len(framework):
-        framework["seconds"] = (framework["last"] - framework["first"]) / 1e9
-        if roof is not None:
+            points.append(Point(str(row.framework_op), float(row.flops), float(row.hbm_bytes), float(row.seconds), roof))
+        if len(framework):
             framework["intensity"] = [p.intensity for p in points]
             framework["bound"] = [p.bound for p in points]
             framework["headroom"] = [p.headroom for p in points]
     opcodes = opcodes.drop(columns=["first", "last"])
     hlo_df = hlo_df.drop(columns=["first", "last"])
 
-    # MFU / MBU (Summary's formulas)
+    # MFU / MBU (Summary's formulas); the Tensor Engines of every physical core analysed
     md = export.metadata
     rows_, cols_, clock = (md.get(k) for k in ("tensor_engine_num_rows", "tensor_engine_num_cols", "tensor_engine_clock_freq"))
-    max_ops = 2.0 * rows_ * cols_ * clock * 1e9 if all(isinstance(v, (int, float)) and v and v > 0 for v in (rows_, cols_, clock)) else (
-        roof.flops / export.num_physical_cores if roof is not None else 0.0)
+    per_te = 2.0 * rows_ * cols_ * clock * 1e9 if all(_positive(v) for v in (rows_, cols_, clock)) else (
+        roof.flops / max(n_cores, 1) if roof is not None else 0.0)
+    max_ops = per_te * max(n_cores, 1)
     secs = total / 1e9
-    mfu = 100.0 * tensor_flops / (max_ops * secs) if max_ops and secs else math.nan
+    mfu = 100.0 * tensor_flops / (max_ops * secs) if max_ops and secs and math.isfinite(tensor_flops) else math.nan
     hbm_bw = md.get("hbm_ddr_bandwidth")
-    hbm_bw = float(hbm_bw) if isinstance(hbm_bw, (int, float)) and hbm_bw and hbm_bw > 0 else (roof.bandwidth if roof is not None else 0.0)
+    hbm_bw = float(hbm_bw) if _positive(hbm_bw) else (roof.bandwidth if roof is not None else 0.0)
     mbu = 100.0 * hbm_bytes / secs / hbm_bw if hbm_bw and secs else math.nan
 
     checks = _checks(export, w, engines, dma, mfu, mbu, total, hbm_bytes, opcodes) if w.whole and pcores is None else []
     if not w.whole and export.summary:
         notes.append("the export's Summary covers the whole profile, not this execution: not compared")
+    tt = export.summary.get("total_time")
+    if w.whole and _positive(tt) and total and abs(tt * 1e9 - total) > 0.01 * total:
+        notes.append(f"Summary.total_time is {format_ns(int(tt * 1e9))}, the window {format_ns(total)} (from the first "
+                     f"execution's start to the last one's end): busy %, MFU and MBU are over the window; over "
+                     f"total_time they would be ×{total / (tt * 1e9):.3g}")
     return DeviceReport(
         name=export.name, window=w, shift=shift, engines=engines, dma=dma, instructions=instructions,
         opcodes=opcodes, hlo=hlo_df, framework=framework, flops=flops, hbm_bytes=hbm_bytes, hbm_source=hbm_source,
         tensor_flops=tensor_flops, mfu=mfu, mbu=mbu, roof=roof, roof_note=roof_note, execution=execution,
         points=points, checks=checks, instance_type=instance_type or export.instance_type,
-        instruction_count=len(sel), pcores=sorted(np.unique(pc).tolist()), notes=notes,
+        instruction_count=len(sel), pcores=cores_here, notes=notes, tensor_engines=max(n_cores, 1),
         export_summary={k: float(export.summary[k]) for k in ("mm_arithmetic_intensity", "peak_flops_bandwidth_ratio")
-                        if isinstance(export.summary.get(k), (int, float)) and w.whole},
+                        if _positive(export.summary.get(k)) and w.whole},
     )
+
+
+def _intervals(text: Any) -> list[tuple[int, int]] | None:
+    """`time_intervals` (`"[[1, 10], [20, 50]]"`) as pairs; None when it is not that (nested too deep, junk)."""
+    if not isinstance(text, str) or not text.strip() or len(text) > 1 << 22:
+        return None
+    import json
+
+    try:
+        v = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(v, list):
+        return None
+    out = []
+    for x in v:
+        if (not isinstance(x, list) or len(x) != 2 or not all(isinstance(t, int) and not isinstance(t, bool) for t in x)
+                or not 0 <= x[0] <= x[1] < (1 << 62)):
+            return None
+        out.append((x[0], x[1]))
+    return out
+
+
+@dataclass
+class _Roll:
+    """One op of a hierarchy table (FrameworkInstruction / HloInstruction), in the window."""
+
+    hbm_bytes: float = 0.0
+    known: bool = True
+    """Whether the window's HBM bytes are known (per-interval sizes, or every interval inside the window)."""
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+
+
+def _rollup(export: "DeviceExport", table: str, w: Window, names_by_id: dict[int, str] | None) -> dict[str, _Roll]:
+    """Op name → its HBM bytes and time intervals inside window `w`, from a hierarchy table's rows (all rows of
+    one name together). The bytes of an execution are the sizes of its intervals (`hbm_transfer_size_per_interval`,
+    intervals starting inside it); the whole profile takes the row totals (`hbm_read_bytes + hbm_write_bytes`)."""
+    t = export.tables.get(table)
+    if t is None or not len(t.frame):
+        return {}
+    f = t.frame
+    lo, hi = w.start, w.end
+    if table == "FrameworkInstruction":
+        ids = f["raw_framework_id"].to_numpy(np.int64)
+        names = [(names_by_id or {}).get(int(k), "") for k in ids]
+    else:
+        names = [str(x) for x in f["hlo_name"].astype(str)]
+    total_b = f["hbm_read_bytes"].to_numpy(np.int64).astype(np.float64) + f["hbm_write_bytes"].to_numpy(np.int64)
+    has_iv, has_sz, has_se = t.has("time_intervals"), t.has("hbm_transfer_size_per_interval"), t.has("start_ts") and t.has("end_ts")
+    ivs = f["time_intervals"].astype(str).tolist() if has_iv else None
+    sizes = f["hbm_transfer_size_per_interval"].tolist() if has_sz else None
+    s0 = f["start_ts"].to_numpy(np.int64) if has_se else None
+    e0 = f["end_ts"].to_numpy(np.int64) if has_se else None
+    out: dict[str, _Roll] = {}
+    for k, name in enumerate(names):
+        if not name:
+            continue
+        iv = _intervals(ivs[k]) if ivs is not None else None
+        if iv is None and s0 is not None and e0[k] >= s0[k]:
+            iv = [(int(s0[k]), int(e0[k]))]
+        sz = sizes[k] if sizes is not None else None
+        if not (isinstance(sz, list) and iv is not None and len(sz) == len(iv)
+                and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= (1 << 50) for x in sz)):
+            sz = None
+        r = out.setdefault(name, _Roll())
+        if iv is None:  # no times: only the whole profile can take its bytes
+            if w.whole:
+                r.hbm_bytes += total_b[k]
+            else:
+                r.known = False
+            continue
+        inside = [j for j, (a, b) in enumerate(iv) if ((a < hi and b > lo) if w.whole else lo <= a < hi)]
+        for j in inside:
+            r.starts.append(max(iv[j][0], lo))
+            r.ends.append(min(iv[j][1], hi))
+        if w.whole or len(inside) == len(iv):
+            r.hbm_bytes += total_b[k]
+        elif sz is not None:
+            r.hbm_bytes += float(sum(sz[j] for j in inside))
+        elif inside:
+            r.known = False
+    return out
+
+
+def _with_rollup(df: pd.DataFrame, key: str, roll: dict[str, _Roll], total: int, pcores: list[int] | None,
+                 per_instruction_bytes: bool, notes: list[str], table: str) -> pd.DataFrame:
+    """The op table with each op's HBM bytes taken from its hierarchy table (`roll`) and the ops that only the
+    hierarchy table knows added (no instruction names them: count, time and FLOPs unknown)."""
+    if not roll:
+        return df
+    if pcores is not None and per_instruction_bytes:
+        notes.append(f"{table} has no pcore_idx: with --pcore the {key.replace('_', ' ')} HBM bytes are the "
+                     "instructions' own counts")
+        return df
+    df = df.copy()
+    df["bytes_from"] = "instructions"
+    have = set(df[key].astype(str)) if len(df) else set()
+    if len(df):
+        vals = df["hbm_bytes"].to_numpy(np.float64).copy()
+        src = df["bytes_from"].to_numpy(object).copy()
+        for j, name in enumerate(df[key].astype(str)):
+            r = roll.get(name)
+            if r is not None and r.known:
+                vals[j], src[j] = r.hbm_bytes, table
+        df["hbm_bytes"] = vals
+        df["bytes_from"] = src
+    added = []
+    for name, r in roll.items():
+        if name in have or not r.starts:
+            continue
+        s = np.asarray(r.starts, np.int64)
+        e = np.asarray(r.ends, np.int64)
+        busy = union_ns(s, e)
+        added.append({key: name, "count": 0, "time_ns": 0, "hbm_bytes": r.hbm_bytes if r.known else math.nan,
+                      "sbuf_bytes": 0, "flops": math.nan, "busy_ns": busy,
+                      "percent": 100.0 * busy / total if total else math.nan, "first": int(s.min()),
+                      "last": int(e.max()), "bytes_from": table})
+    if added:
+        notes.append(f"{len(added):,} {key.replace('_', ' ')}s known only from {table} (no instruction names them): "
+                     "their instruction count, time and FLOPs are unknown")
+        df = pd.concat([df, pd.DataFrame(added)], ignore_index=True) if len(df) else pd.DataFrame(added)
+    return df
 
 
 def _checks(export: "DeviceExport", w: Window, engines: list[EngineBusy], dma: DmaReport | None, mfu: float,
@@ -651,6 +927,10 @@ def target_of(profile: "Profile", event: int) -> Target | None:
     rank = int(np.nonzero(order == event)[0][0]) if len(order) else 0
     return Target(lane.instance, lane.pid, nc, pcore, int(profile.start[event]), int(profile.end[event]), rank,
                   profile.name_of(event))
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 < v < 1e30
 
 
 def _int(v: Any) -> int | None:

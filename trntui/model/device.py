@@ -86,7 +86,15 @@ class TableRead:
     extra: list[str] = field(default_factory=list)
     """Columns of the files that trntui does not read (newer schema fields, or ones the device view ignores)."""
     skipped_rows: int = 0
-    """Rows dropped because a required value (a timestamp) was null or unparsable."""
+    """Rows dropped because a value needed to place them (a timestamp, the physical core) was null, not an
+    integer or out of range."""
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    """Why rows were dropped → how many."""
+    bad_values: dict[str, int] = field(default_factory=dict)
+    """Field → values that could not be used (not a number, out of range) and were read as the field's default."""
+    missing_required: list[str] = field(default_factory=list)
+    """Fields the schema requires that the files lack, tolerated because the export's schema MAJOR version is not
+    the documented one (read by name: renamed or removed there)."""
 
     def has(self, column: str) -> bool:
         return column in self.frame.columns and column not in self.absent
@@ -150,8 +158,9 @@ class DeviceExport:
 
     @property
     def num_physical_cores(self) -> int:
+        """Physical NeuronCores of the logical core (`Metadata.num_physical_cores`; 1 when absent or not 1-64)."""
         v = self.metadata.get("num_physical_cores")
-        return int(v) if isinstance(v, (int, float)) and v and v > 0 else 1
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 1 <= v <= 64 else 1
 
     @property
     def instance_type(self) -> str:
@@ -174,6 +183,9 @@ class DeviceExport:
                     "absent_optional_columns": t.absent,
                     "unread_columns": len(t.extra),
                     "skipped_rows": t.skipped_rows,
+                    "skipped_because": dict(t.skip_reasons),
+                    "unusable_values": dict(t.bad_values),
+                    "required_fields_not_found": list(t.missing_required),
                 }
                 for t in self.tables.values()
             },

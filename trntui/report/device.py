@@ -39,13 +39,40 @@ class Table:
 
 
 def human_bytes(n: float) -> str:
-    return si(float(n), "B") if n else "0 B"
+    n = float(n)
+    if not math.isfinite(n) or n < 0:
+        return "-"
+    return si(n, "B") if n else "0 B"
 
 
 def pct(p: float) -> str:
-    if p is None or (isinstance(p, float) and math.isnan(p)):
+    if p is None or not math.isfinite(p) or p < 0:
         return "-"
     return f"{p:.1f}%" if p >= 0.1 or p == 0 else f"{p:.2g}%"
+
+
+def flops_cell(v: float) -> tuple[str, Any]:
+    """(display, raw) of a FLOP count: `-`/null when unknown (no raw_flops), `0` when none."""
+    v = float(v)
+    if not math.isfinite(v):
+        return "-", None
+    return (si(v, "FLOP") if v else "0"), v
+
+
+def raw(v: float) -> Any:
+    """A float for JSON/CSV: None when NaN or infinite (unknown)."""
+    return float(v) if v is not None and math.isfinite(float(v)) else None
+
+
+DEFINITIONS = (
+    "busy % = union of an engine's Instruction intervals ÷ the window, over the physical cores analysed (busy on any "
+    "core; per-core % beside it); semaphore-wait instructions (EVENT_SEMAPHORE*) count as busy (\"no sem\" column "
+    "without them)",
+    "HBM = DMA bytes whose source or destination is not on-chip (anything but SB/SBUF/PSUM/STATE labels); "
+    "intensity = FLOPs of every engine (raw_flops) ÷ HBM bytes (the matmul-only figure, the Summary's "
+    "mm_arithmetic_intensity, beside it)",
+)
+"""The choices the schema leaves open, as the report names them (docs/neuron.md says why)."""
 
 
 def bar(p: float, width: int = BAR) -> str:
@@ -100,11 +127,13 @@ def engine_lines(report: "DeviceReport", width: int = BAR, compact: bool = False
         hw = ENGINE_HW.get(e.engine, "")
         name = f"{e.engine} ({hw})" if hw else truncate(safe_text(e.engine), 13)
         unit = "" if compact else " instr"
-        lines.append(f"  {name:<13} {bar(e.percent, width)} {pct(e.percent):>6} {e.instructions:>6,}{unit}")
+        p = e.percent if math.isfinite(e.percent) else 0.0
+        lines.append(f"  {name:<13} {bar(p, width)} {pct(e.percent):>6} {e.instructions:>6,}{unit}")
     if report.dma is not None:
         d = report.dma
         unit = "" if compact else (" transfers" if d.transfers else " packets")
-        lines.append(f"  {'DMA':<13} {bar(d.percent, width)} {pct(d.percent):>6} {d.transfers or d.packets:>6,}{unit}")
+        p = d.percent if math.isfinite(d.percent) else 0.0
+        lines.append(f"  {'DMA':<13} {bar(p, width)} {pct(d.percent):>6} {d.transfers or d.packets:>6,}{unit}")
     return lines
 
 
@@ -112,12 +141,15 @@ def roofline_lines(report: "DeviceReport", width: int = 72, height: int = 14, pl
     if report.roof is None or report.execution is None:
         return [f"Roofline: {report.roof_note}"]
     r = report.roof
+    te = report.tensor_engines
     lines = [
         f"Roofline: {safe_text(r.label)}: peak {si(r.flops, 'FLOP/s')}, HBM {si(r.bandwidth, 'B/s')}, "
         f"ridge {fmt_ai(r.ridge)} FLOP/B",
         f"  Verdict: {safe_text(report.execution.verdict())}",
-        f"  FLOPs {si(report.flops, 'FLOP')} (raw_flops, all engines) · HBM {human_bytes(report.hbm_bytes)} "
-        f"({report.hbm_source}) · MFU {pct(report.mfu)} · MBU {pct(report.mbu)}",
+        f"  FLOPs {flops_cell(report.flops)[0]} (raw_flops, all engines) · HBM {human_bytes(report.hbm_bytes)} "
+        f"({report.hbm_source}) · MFU {pct(report.mfu)} (over {te} Tensor Engine{'s' if te != 1 else ''}) · "
+        f"MBU {pct(report.mbu)}",
+        f"  Matmul-only intensity (Tensor Engine FLOPs − transposes ÷ HBM bytes): {fmt_ai(report.matmul_intensity)} FLOP/B",
     ]
     sm = report.export_summary
     if sm:
@@ -133,26 +165,34 @@ def tables(report: "DeviceReport", limit: int = 10) -> list[Table]:
     """The report's tables in display order."""
     out: list[Table] = []
     rows = []
+    cores = report.pcores if len(report.pcores) > 1 else []
+    r4 = lambda v: round(v, 4) if v is not None and math.isfinite(v) else None  # noqa: E731
     for e in report.engines:
         rows.append([(safe_text(e.engine), e.engine), (ENGINE_HW.get(e.engine, ""), ENGINE_HW.get(e.engine, "")),
-                     (pct(e.percent), round(e.percent, 4)), (format_ns(e.busy_ns), e.busy_ns),
+                     (pct(e.percent), r4(e.percent)),
+                     *[(pct(e.per_core.get(c, 0.0)), r4(e.per_core.get(c, 0.0))) for c in cores],
+                     (pct(e.percent_no_semaphore), r4(e.percent_no_semaphore)),
+                     (format_ns(e.busy_ns), e.busy_ns),
                      (f"{e.instructions:,}", e.instructions), (format_ns(e.instruction_ns), e.instruction_ns),
-                     (pct(e.active_time_percent), None if math.isnan(e.active_time_percent) else round(e.active_time_percent, 4))])
-    out.append(Table("engines", "Engines (busy = union of instruction intervals ÷ window)",
-                     ["Engine", "HW", "Busy %", "Busy", "Instructions", "Instr time", "ActiveTime %"], rows,
-                     frozenset({2, 3, 4, 5, 6})))
+                     (pct(e.active_time_percent), r4(e.active_time_percent))])
+    union = f"union over cores {','.join(str(c) for c in cores)}" if cores else "union of instruction intervals"
+    heads = ["Engine", "HW", "Busy %" + (" (any core)" if cores else ""), *[f"Core {c} %" for c in cores],
+             "Busy % no sem", "Busy", "Instructions", "Instr time", "ActiveTime %"]
+    out.append(Table("engines", f"Engines (busy = {union} ÷ window; no sem = without semaphore waits)",
+                     heads, rows, frozenset(range(2, len(heads)))))
     fw = report.framework
     rows = []
     for k, r in enumerate(fw.head(limit).itertuples(index=False)):
         p = report.points[k] if k < len(report.points) else None
         rows.append([
-            (truncate(safe_text(r.framework_op), 40), str(r.framework_op)), (f"{int(r.count):,}", int(r.count)),
+            (truncate(safe_text(r.framework_op), 40), str(r.framework_op)),
+            (f"{int(r.count):,}" if r.count else "-", int(r.count)),
             (format_ns(r.last - r.first), int(r.last - r.first)), (format_ns(r.busy_ns), int(r.busy_ns)),
-            (pct(r.percent), round(float(r.percent), 4)),
-            (human_bytes(r.hbm_bytes), int(r.hbm_bytes)), (si(r.flops, "FLOP") if r.flops else "0", float(r.flops)),
-            (fmt_ai(p.intensity) if p and p.bound != "no data" else "-", p.intensity if p and math.isfinite(p.intensity) else None),
+            (pct(r.percent), raw(r.percent)),
+            (human_bytes(r.hbm_bytes), _int_or_none(r.hbm_bytes)), flops_cell(r.flops),
+            (fmt_ai(p.intensity) if p else "-", raw(p.intensity) if p else None),
             (p.bound if p else "-", p.bound if p else None),
-            (fmt_x(p.headroom) if p and p.bound != "no data" else "-", p.headroom if p and math.isfinite(p.headroom) else None),
+            (fmt_x(p.headroom) if p else "-", raw(p.headroom) if p else None),
         ])
     out.append(Table("framework_ops", "Framework ops (span = first to last instruction)",
                      ["Framework op", "Instr", "Span", "Busy", "Busy %", "HBM bytes", "FLOPs", "AI FLOP/B", "Bound",
@@ -162,17 +202,17 @@ def tables(report: "DeviceReport", limit: int = 10) -> list[Table]:
         rows.append([(safe_text(r.engine), str(r.engine)), (truncate(safe_text(r.opcode), 28), str(r.opcode)),
                      (f"{int(r.count):,}", int(r.count)), (format_ns(r.time_ns), int(r.time_ns)),
                      (format_ns(r.busy_ns), int(r.busy_ns)), (pct(r.percent), round(float(r.percent), 4)),
-                     (human_bytes(r.hbm_bytes), int(r.hbm_bytes)), (human_bytes(r.sbuf_bytes), int(r.sbuf_bytes)),
-                     (si(r.flops, "FLOP") if r.flops else "0", float(r.flops))])
+                     (human_bytes(r.hbm_bytes), _int_or_none(r.hbm_bytes)), (human_bytes(r.sbuf_bytes), _int_or_none(r.sbuf_bytes)),
+                     flops_cell(r.flops)])
     out.append(Table("opcodes", "Top opcodes by instruction time",
                      ["Engine", "Opcode", "Count", "Time", "Busy", "Busy %", "HBM bytes", "SBUF bytes", "FLOPs"], rows,
                      frozenset({2, 3, 4, 5, 6, 7, 8})))
     rows = []
     for r in report.hlo.head(limit).itertuples(index=False):
         rows.append([(truncate(safe_text(r.hlo), 32), str(r.hlo)), (f"{int(r.count):,}", int(r.count)),
-                     (format_ns(r.time_ns), int(r.time_ns)), (format_ns(r.busy_ns), int(r.busy_ns)),
-                     (pct(r.percent), round(float(r.percent), 4)), (human_bytes(r.hbm_bytes), int(r.hbm_bytes)),
-                     (si(r.flops, "FLOP") if r.flops else "0", float(r.flops))])
+                     (format_ns(r.time_ns), int(r.time_ns)) if r.count else ("-", None), (format_ns(r.busy_ns), int(r.busy_ns)),
+                     (pct(r.percent), raw(r.percent)), (human_bytes(r.hbm_bytes), _int_or_none(r.hbm_bytes)),
+                     flops_cell(r.flops)])
     out.append(Table("hlo", "Top HLO ops", ["HLO", "Count", "Time", "Busy", "Busy %", "HBM bytes", "FLOPs"], rows,
                      frozenset({1, 2, 3, 4, 5, 6})))
     rows = []
@@ -182,7 +222,7 @@ def tables(report: "DeviceReport", limit: int = 10) -> list[Table]:
                      (truncate(safe_text(r.framework_op), 24), str(r.framework_op)),
                      ("+" + format_ns(r.start_ns), int(r.start_ns)), (format_ns(r.duration_ns), int(r.duration_ns)),
                      (human_bytes(r.hbm_bytes), int(r.hbm_bytes)), (human_bytes(r.sbuf_bytes), int(r.sbuf_bytes)),
-                     (si(r.flops, "FLOP") if r.flops else "0", float(r.flops))])
+                     flops_cell(r.flops)])
     out.append(Table("instructions", "Top instructions by duration",
                      ["Engine", "Core", "Opcode", "HLO", "Framework op", "Start", "Duration", "HBM", "SBUF", "FLOPs"],
                      rows, frozenset({1, 5, 6, 7, 8, 9})))
@@ -209,6 +249,13 @@ def tables(report: "DeviceReport", limit: int = 10) -> list[Table]:
         out.append(Table("summary_check", "The export's own Summary next to trntui's figures",
                          ["Metric", "trntui", "Summary", "Agree"], rows, frozenset({1, 2})))
     return out
+
+
+def _int_or_none(v: Any) -> Any:
+    v = float(v)
+    if not math.isfinite(v):
+        return None
+    return int(v) if abs(v) < 2.0**62 else v
 
 
 def table_lines(t: Table, markdown: bool = False) -> list[str]:
@@ -247,8 +294,9 @@ def render_text(export: "DeviceExport", report: "DeviceReport", limit: int = 10,
     notes = list(export.notes) + list(report.notes)
     if export.missing:
         notes.append("optional tables not in this export: " + ", ".join(export.missing))
+    lines.append("")
+    lines += [f"Definition: {d}" for d in DEFINITIONS]
     if notes:
-        lines.append("")
         lines += [f"Note: {safe_text(n)}" for n in notes]
     text = "\n".join(lines) + "\n"
     if markdown:
@@ -267,11 +315,14 @@ def document(export: "DeviceExport", report: "DeviceReport", limit: int = 10) ->
                    "duration_ns": report.total_ns, "execution_index": report.window.index,
                    "shift_ns": report.shift},
         "instructions": report.instruction_count,
-        "flops": report.flops,
+        "flops": raw(report.flops),
+        "tensor_flops": raw(report.tensor_flops),
+        "matmul_intensity": raw(report.matmul_intensity),
+        "tensor_engines": report.tensor_engines,
         "hbm_bytes": report.hbm_bytes,
         "hbm_bytes_source": report.hbm_source,
-        "mfu_percent": None if math.isnan(report.mfu) else report.mfu,
-        "mbu_percent": None if math.isnan(report.mbu) else report.mbu,
+        "mfu_percent": raw(report.mfu),
+        "mbu_percent": raw(report.mbu),
         "dma": None if report.dma is None else {
             "active_ns": report.dma.active_ns, "active_percent": report.dma.percent, "transfers": report.dma.transfers,
             "packets": report.dma.packets, "bytes": report.dma.bytes, "hbm_read_bytes": report.dma.hbm_read,
@@ -285,6 +336,7 @@ def document(export: "DeviceExport", report: "DeviceReport", limit: int = 10) ->
         },
         "roofline_note": report.roof_note or None,
         "notes": list(export.notes) + list(report.notes),
+        "definitions": list(DEFINITIONS),
     }
     for t in tables(report, limit):
         doc[t.key] = [{h: c[1] for h, c in zip(t.headers, row)} for row in t.rows]
@@ -293,10 +345,10 @@ def document(export: "DeviceExport", report: "DeviceReport", limit: int = 10) ->
 
 def _point(p: "Point") -> dict[str, Any]:
     fin = lambda v: v if math.isfinite(v) else None  # noqa: E731
-    return {"name": p.name, "flops": p.flops, "hbm_bytes": p.hbm_bytes, "seconds": p.seconds,
-            "intensity": fin(p.intensity), "achieved_flops_per_s": p.achieved_flops,
-            "achieved_bytes_per_s": p.achieved_bandwidth, "attainable_flops_per_s": p.attainable, "bound": p.bound,
-            "headroom": fin(p.headroom) if not math.isnan(p.headroom) else None}
+    return {"name": p.name, "flops": fin(p.flops), "hbm_bytes": fin(p.hbm_bytes), "seconds": p.seconds,
+            "intensity": fin(p.intensity), "achieved_flops_per_s": fin(p.achieved_flops),
+            "achieved_bytes_per_s": fin(p.achieved_bandwidth), "attainable_flops_per_s": fin(p.attainable),
+            "bound": p.bound, "headroom": fin(p.headroom)}
 
 
 def render_csv(report: "DeviceReport", limit: int = 10) -> str:

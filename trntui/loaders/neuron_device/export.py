@@ -10,6 +10,7 @@ from trntui.errors import LoadError
 from trntui.loaders.neuron_device import schema
 from trntui.loaders.neuron_device.reader import read_table, row_count
 from trntui.model.device import DeviceExport, Identity, TableRead
+from trntui.textsafe import safe_text
 
 def _first_row(t: TableRead | None) -> dict[str, Any]:
     if t is None or not len(t.frame):
@@ -19,10 +20,38 @@ def _first_row(t: TableRead | None) -> dict[str, Any]:
     for k, v in row.items():
         if k in t.absent:
             continue
-        if isinstance(v, float) and math.isnan(v):
+        if isinstance(v, float) and not math.isfinite(v):
             continue
         out[k] = v.item() if hasattr(v, "item") else v
     return out
+
+
+def _table_notes(t: TableRead, version: str, fields_by_table: dict[str, list[str]]) -> list[str]:
+    """What reading one table lost: rows skipped (why), values unusable, required fields not found."""
+    out = []
+    if t.skipped_rows:
+        why = "; ".join(f"{n:,} {r}" for r, n in t.skip_reasons.items()) or "no timestamp"
+        out.append(f"{t.name}: {t.skipped_rows:,} of {t.skipped_rows + len(t.frame):,} rows skipped ({why})")
+    for fname, n in t.bad_values.items():
+        out.append(f"{t.name}.{fname}: {n:,} values not a number in range, read as unknown (0)")
+    if t.missing_required:
+        out.append(missing_fields_note(t.name, t.missing_required, version, fields_by_table.get(t.name) or []))
+    return out
+
+
+def missing_fields_note(table: str, names: list[str], version: str, have: list[str]) -> str:
+    """`Instruction: required field 'engine' not found (profile_schema_version 12.0.1; the file has 'engine_name':
+    renamed?); loaded without it`."""
+    import difflib
+
+    known = {f.name for f in schema.fields(table)}
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, [c for c in have if c not in known], n=1, cutoff=0.6)
+        parts.append(f"'{name}'" + (f" (the file has '{safe_text(close[0])}': renamed?)" if close else ""))
+    return (f"{table}: required field{'s' if len(names) > 1 else ''} {', '.join(parts)} not found in profile_schema_version "
+            f"{safe_text(version[:40])} (trntui reads the {schema.DOCUMENTED_VERSION} fields by name); "
+            "figures that need it are shown as unknown")
 
 
 def _schema_fields(directory: Path) -> dict[str, list[str]]:
@@ -59,9 +88,13 @@ def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExp
         notes.append("Metadata has no profile_schema_version")
     else:
         mj = schema.major(version)
-        if mj is None or mj not in schema.KNOWN_MAJORS:
+        if mj is None:
+            notes.append(f"profile_schema_version {safe_text(version[:40])!r} is not MAJOR.MINOR.PATCH: columns are read by name")
+        elif mj != schema.DOCUMENTED_MAJOR:
+            side = "newer" if mj > (schema.DOCUMENTED_MAJOR or 0) else "older"
             notes.append(
-                f"profile_schema_version {version} is not one the docs describe (7.x-12.x): columns are read by name"
+                f"profile_schema_version {version} is a {side} MAJOR version than the {schema.DOCUMENTED_VERSION} "
+                "trntui's field lists come from: columns are read by name"
             )
     tables: dict[str, TableRead] = {}
     missing: list[str] = []
@@ -76,8 +109,7 @@ def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExp
                 missing.append(name)
             continue
         tables[name] = t
-        if t.skipped_rows:
-            notes.append(f"{name}: {t.skipped_rows:,} rows without a timestamp skipped")
+        notes += _table_notes(t, version, fields_by_table)
     ident = identity or Identity.from_name(directory.name)
     if ident.nc is None and "neuroncore_idx" in metadata and "neuroncore_idx" not in tables["Metadata"].absent:
         ident.nc = int(metadata["neuroncore_idx"])

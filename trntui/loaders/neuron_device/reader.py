@@ -14,6 +14,7 @@ line when a required field is missing.
 from __future__ import annotations
 
 import difflib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -70,49 +71,137 @@ def _missing_required(table: str, path: Path, name: str, columns: list[str], ver
     )
 
 
-def _typed(col: Any, kind: str, n: int, default: Any) -> Any:
-    """A pyarrow column as numpy (numbers, bools) or a pandas Categorical (strings), nulls → `default`."""
+INT64_MAX = (1 << 63) - 1
+
+RANGES: dict[str, tuple[int, int]] = {
+    "start_ts": (0, 1 << 62), "end_ts": (0, 1 << 62), "timestamp": (0, 1 << 62),
+    "execution_start_ts": (-(1 << 62), 1 << 62), "execution_end_ts": (-(1 << 62), 1 << 62),
+    "first_hw_timestamp": (0, 1 << 62), "last_hw_timestamp": (0, 1 << 62),
+    "pcore_idx": (0, 255),
+}
+"""Accepted value ranges (inclusive) of integer fields; a value outside is unusable: a row whose timestamp or
+physical core is out of range is dropped and counted, any other field falls back to its default and is counted.
+Byte and FLOP counts (`*_bytes`, `*flops*`) must lie in [0, 2^50] (a petabyte, or 10^15 FLOPs, per row)."""
+COUNT_MAX = 1 << 50
+
+
+def _range_of(name: str) -> tuple[int, int] | None:
+    r = RANGES.get(name)
+    if r is not None:
+        return r
+    if name.endswith("_bytes") or "flops" in name:
+        return (0, COUNT_MAX)
+    return None
+
+
+def _ints(col: Any, n: int, default: int, name: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """A pyarrow column as int64 and a mask of the values that are present but unusable (not an integer in
+    the schema's sense: junk strings, NaN/inf, lists, structs, bools, binary, decimals, dates; or outside
+    `RANGES`). Nulls and unusable values become `default`."""
     pa, pc, _ = _pa()
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    t = col.type
+    null = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool) if col.null_count else np.zeros(n, bool)
+    bad = np.zeros(n, bool)
+    out = np.full(n, int(default), np.int64)
+    if pa.types.is_integer(t):
+        if pa.types.is_uint64(t):
+            raw = pc.fill_null(col, 0).to_numpy(zero_copy_only=False).astype(np.uint64)
+            bad = raw > np.uint64(INT64_MAX)
+            out = np.where(bad | null, default, raw.astype(np.int64, casting="unsafe")).astype(np.int64)
+        else:
+            out = pc.fill_null(pc.cast(col, pa.int64()), int(default)).to_numpy(zero_copy_only=False).astype(np.int64)
+    elif pa.types.is_floating(t):
+        arr = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(arr) & (np.abs(arr) < 9.2e18)
+        bad = ~ok & ~null
+        out = np.where(ok & ~null, np.where(ok, arr, 0.0), default).astype(np.int64)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        try:  # the common case: every value an integer in decimal
+            out = pc.fill_null(pc.cast(col, pa.int64()), int(default)).to_numpy(zero_copy_only=False).astype(np.int64)
+        except Exception:  # noqa: BLE001 - some value is not: parse each ("1766072156592459482" is beyond float precision)
+            for k, v in enumerate(col.to_pylist()):
+                if v is None:
+                    continue
+                x = _parse_int(v)
+                if x is None:
+                    bad[k] = True
+                else:
+                    out[k] = x
+    elif not pa.types.is_null(t):  # bool, binary, list, struct, decimal, temporal: not an int64 of the schema
+        bad = ~null
+    rng = _range_of(name)
+    if rng is not None:
+        lo, hi = rng
+        off = ~null & ~bad & ((out < lo) | (out > hi))
+        if off.any():
+            bad = bad | off
+            out = np.where(off, default, out)
+    return out, bad
+
+
+def _parse_int(v: Any) -> int | None:
+    s = str(v).strip()
+    if not s or len(s) > 40:
+        return None
+    try:
+        x = int(s)
+    except ValueError:
+        try:
+            f = float(s)
+        except ValueError:
+            return None
+        if not math.isfinite(f) or f != f or abs(f) >= 9.2e18:
+            return None
+        x = int(f)
+    return x if -INT64_MAX <= x <= INT64_MAX else None
+
+
+def _typed(col: Any, kind: str, n: int, default: Any, name: str = "") -> tuple[Any, np.ndarray]:
+    """A pyarrow column as numpy (numbers, bools) or a pandas Categorical (strings), nulls → `default`; and the
+    mask of present values that could not be used (see `_ints`)."""
+    pa, pc, _ = _pa()
+    none = np.zeros(n, bool)
     if kind == "str":
-        return _categorical(col, n)
+        return _categorical(col, n), none
+    if kind == "int":
+        return _ints(col, n, int(default), name)
+    if kind == "list":
+        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+            out = np.empty(n, dtype=object)
+            for k, v in enumerate(col.to_pylist()):
+                out[k] = v
+            return out, none
+        return np.full(n, None, dtype=object), ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
     if kind == "bool":
         if pa.types.is_boolean(col.type):
-            return pc.fill_null(col, bool(default)).to_numpy(zero_copy_only=False)
+            return pc.fill_null(col, bool(default)).to_numpy(zero_copy_only=False), none
         vals = [str(v).strip().lower() in ("1", "true", "yes") if v is not None else bool(default) for v in col.to_pylist()]
-        return np.asarray(vals, bool)
-    if kind == "int":
-        if pa.types.is_integer(col.type):
-            return pc.fill_null(pc.cast(col, pa.int64()), int(default)).to_numpy(zero_copy_only=False)
-        if pa.types.is_floating(col.type):
-            arr = pc.fill_null(col, float(default)).to_numpy(zero_copy_only=False)
-            return np.where(np.isfinite(arr), arr, default).astype(np.int64)
-        out = np.full(n, int(default), np.int64)  # strings ("1766072156592459482": beyond float precision)
-        for k, v in enumerate(col.to_pylist()):
-            if v is None:
-                continue
-            s = str(v).strip()
-            try:
-                out[k] = int(s)
-            except ValueError:
-                try:
-                    out[k] = int(float(s))
-                except ValueError:
-                    pass
-        return out
-    # float
+        return np.asarray(vals, bool), none
+    # float (non-finite values are unusable: NaN stands for absent)
     if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
-        return pc.fill_null(pc.cast(col, pa.float64()), float(default)).to_numpy(zero_copy_only=False)
-    out_f = np.full(n, float(default), np.float64)
-    for k, v in enumerate(col.to_pylist()):
-        try:
-            out_f[k] = float(v)
-        except (TypeError, ValueError):
-            pass
-    return out_f
+        arr = pc.fill_null(pc.cast(col, pa.float64()), float(default)).to_numpy(zero_copy_only=False)
+    else:
+        arr = np.full(n, float(default), np.float64)
+        for k, v in enumerate(col.to_pylist()):
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+                try:
+                    arr[k] = float(v)
+                except (TypeError, ValueError):
+                    pass
+    with np.errstate(invalid="ignore"):
+        inf = np.isinf(arr)
+    if inf.any():
+        arr = np.where(inf, float(default), arr)
+    return arr, inf
 
 
 def _categorical(col: Any, n: int) -> pd.Categorical:
@@ -144,6 +233,8 @@ def _default(f: schema.Field) -> Any:
         return False
     if f.kind == "float":
         return float("nan")
+    if f.kind == "list":
+        return None
     if f.name.startswith("raw_") and f.name.endswith("_id"):
         return DEFAULT_ID
     return 0
@@ -157,6 +248,7 @@ def read_table(directory: Path, table: str, *, version: str = "", schema_fields:
         return None
     wanted = schema.fields(table)
     extra: set[str] = set()
+    missing_required: set[str] = set()
     skipped = 0
     timestamps = [f.name for f in wanted if f.required and f.name in ("start_ts", "end_ts", "timestamp")]
     arrows = []
@@ -164,7 +256,9 @@ def read_table(directory: Path, table: str, *, version: str = "", schema_fields:
         columns = file_columns(path)
         for f in wanted:
             if f.required and f.name not in columns:
-                raise _missing_required(table, path, f.name, columns, version, schema_fields or {})
+                if not schema.tolerates_missing(version, f):
+                    raise _missing_required(table, path, f.name, columns, version, schema_fields or {})
+                missing_required.add(f.name)
         present = [f for f in wanted if f.name in columns]
         extra |= {c for c in columns if c not in {f.name for f in wanted}}
         try:
@@ -177,21 +271,35 @@ def read_table(directory: Path, table: str, *, version: str = "", schema_fields:
     except Exception as exc:  # noqa: BLE001 - split files whose types cannot be reconciled
         raise LoadError(files[0], f"the {len(files)} files of {table} have incompatible columns ({exc})") from None
     n = arrow.num_rows
-    absent = {f.name for f in wanted if f.name not in arrow.column_names}
+    absent = {f.name for f in wanted if f.name not in arrow.column_names} | missing_required
     data: dict[str, Any] = {}
     valid = np.ones(n, bool)
+    reasons: dict[str, int] = {}
+    bad_values: dict[str, int] = {}
     for f in wanted:
         if f.name in arrow.column_names:
             col = arrow.column(f.name)
-            data[f.name] = _typed(col, f.kind, n, _default(f))
-            if f.name in timestamps and col.null_count:
-                valid &= ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+            data[f.name], bad = _typed(col, f.kind, n, _default(f), f.name)
+            if f.name in timestamps or f.name == "pcore_idx":  # without them a row cannot be placed: dropped
+                drop = bad.copy()
+                if f.name in timestamps and col.null_count:
+                    drop |= np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+                drop &= valid
+                if drop.any():
+                    what = "pcore_idx out of range or not an integer" if f.name == "pcore_idx" else (
+                        f"{f.name} missing, not an integer or out of range")
+                    reasons[what] = reasons.get(what, 0) + int(drop.sum())
+                    valid &= ~drop
+            elif bad.any():
+                bad_values[f.name] = int(bad.sum())
         else:
             d = _default(f)
             data[f.name] = (pd.Categorical.from_codes(np.zeros(n, np.int32), categories=[""]) if f.kind == "str"
+                            else np.full(n, None, dtype=object) if f.kind == "list"
                             else np.full(n, d, np.float64 if f.kind == "float" else (bool if f.kind == "bool" else np.int64)))
     frame = pd.DataFrame(data)
     if not valid.all():
         skipped = int((~valid).sum())
         frame = frame[valid].reset_index(drop=True)
-    return TableRead(table, frame, files, sorted(absent), sorted(extra), skipped)
+    return TableRead(table, frame, files, sorted(absent), sorted(extra), skipped, reasons, bad_values,
+                     sorted(missing_required))
