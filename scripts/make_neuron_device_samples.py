@@ -571,12 +571,14 @@ def schema_fields_rows(written: dict[str, Any]) -> list[dict[str, Any]]:
 
 def write_variant(root: Path, variant: str, *, split: dict[str, int] | None = None,
                   extra_columns: dict[str, dict[str, Any]] | None = None, rename: dict[str, dict[str, str]] | None = None,
-                  drop_tables: tuple[str, ...] = (), version: str | None = None) -> Path:
+                  drop_tables: tuple[str, ...] = (), version: str | None = None, required_only: bool = False) -> Path:
     """Write `root/<variant>/` (DeviceProfileList + the device profile directory); returns the profile directory.
 
     Test options: `split` table → number of files (`<Table>_<k>.parquet`); `extra_columns` table → {column:
     value} added to every row (columns no schema version has); `rename` table → {old: new} (a MAJOR-version
-    rename); `drop_tables` not written; `version` overrides `Metadata.profile_schema_version`.
+    rename); `drop_tables` not written; `version` overrides `Metadata.profile_schema_version`; `required_only`
+    writes only the fields the schema marks required (tables whose fields are all optional, `Summary`, are left
+    out), the least an export of this schema version may hold.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -596,6 +598,11 @@ def write_variant(root: Path, variant: str, *, split: dict[str, int] | None = No
         extra = {"synthetic": "true"} if table == "Metadata" else {}
         extra.update((extra_columns or {}).get(table, {}))
         arrow = _arrow(table, records, extra)
+        if required_only:
+            spec = _schema().get(table)
+            if spec is None:  # every field optional
+                continue
+            arrow = arrow.select([n for n, _, req in spec if req])
         for old, new in (rename or {}).get(table, {}).items():
             arrow = arrow.rename_columns([new if c == old else c for c in arrow.column_names])
         written[table] = arrow

@@ -186,7 +186,7 @@ class EngineBusy:
 
     @property
     def percent_no_semaphore(self) -> float:
-        return 100.0 * self.busy_no_semaphore_ns * self.percent / self.busy_ns if self.busy_ns else (
+        return self.busy_no_semaphore_ns * self.percent / self.busy_ns if self.busy_ns else (
             0.0 if math.isfinite(self.percent) else math.nan)
 
 

@@ -314,7 +314,7 @@ def document(export: "DeviceExport", report: "DeviceReport", limit: int = 10) ->
         "window": {"label": report.window.label, "start_ns": report.window.start, "end_ns": report.window.end,
                    "duration_ns": report.total_ns, "execution_index": report.window.index,
                    "shift_ns": report.shift},
-        "instructions": report.instruction_count,
+        "instruction_count": report.instruction_count,
         "flops": raw(report.flops),
         "tensor_flops": raw(report.tensor_flops),
         "matmul_intensity": raw(report.matmul_intensity),
