@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from trntui import __version__
 
-COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare", "device", "ranks")
+COMMAND_MODULES = ("summary", "overview", "open", "profile", "info", "compare", "device", "ranks", "sql", "export")
 """Each `trntui.commands.<name>` module defines `register(subparsers)`; absent modules are skipped."""
 
 EXIT_USAGE = 2
@@ -66,7 +66,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-PROGRESS_COMMANDS = ("summary", "overview", "compare", "ranks")
+PROGRESS_COMMANDS = ("summary", "overview", "compare", "ranks", "sql", "export")
 """Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
 
 
@@ -161,7 +161,7 @@ def _fail(message: str) -> None:
     print(f"trntui: error: {safe_text(message)}", file=sys.stderr)
 
 
-FAST_EXIT_COMMANDS = ("summary", "overview", "compare", "info", "device", "ranks")
+FAST_EXIT_COMMANDS = ("summary", "overview", "compare", "info", "device", "ranks", "sql", "export")
 """Commands that read traces and print: their process ends as soon as the output is out (`entry`). Not `open`
 (the app) and not `profile` (a workload's libraries may still have work to do at exit)."""
 

@@ -6,6 +6,8 @@ environment, and nothing writes it (one exception, below).
   memory available when the load starts (trntui/memory.py).
 - `TRNTUI_CACHE_DIR`: where the parsed-profile cache, streamed loads' spill files and Neuron conversions live;
   else `$XDG_CACHE_HOME/trntui`, else `~/.cache/trntui`.
+- `TRNTUI_CONFIG_DIR`: the user's own files (saved SQL queries, the SQL prompt's history); else
+  `$XDG_CONFIG_HOME/trntui`, else `~/.config/trntui`.
 - `TRNTUI_NO_CACHE=1`: never read or write the parsed-profile cache.
 - `TRNTUI_CACHE_MIN_BYTES`: runs whose inputs are smaller than this are not cached (default 8 MB).
 - `TRNTUI_NO_PROGRESS=1`: no progress line on the terminal.
@@ -41,6 +43,16 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "trntui"
+
+
+def config_dir() -> Path:
+    """`$TRNTUI_CONFIG_DIR`, else `$XDG_CONFIG_HOME/trntui`, else `~/.config/trntui`."""
+    explicit = os.environ.get("TRNTUI_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
     return base / "trntui"
 
 
