@@ -193,3 +193,53 @@ async def test_csv_dialog_offers_a_whole_path(corpus_dir, tmp_path, monkeypatch)
         await pilot.press("enter")
         await pilot.pause()
     assert (tmp_path / "cuda_simple_add.json.gz-ops.csv").read_text().startswith("name,device_type,")
+
+
+async def test_load_stages_count_up_to_the_last(corpus_dir):
+    """The header's stage counter counts every stage once, never goes back (the loader's progress after the
+    table started showed `(2/5)` again) and ends at `(5/5)`."""
+    from trntui.tui.app import TrntuiApp
+    from trntui.tui.messages import LoadProgress
+
+    seen = []
+    app = TrntuiApp(corpus_dir / "cuda_ns_resolution_68k.json.gz")
+    async with app.run_test(size=(100, 24), message_hook=seen.append) as pilot:
+        await app.workers.wait_for_complete()
+        await settle(pilot, lambda: app.profile is not None)
+    steps = [(m.stage, m.step, m.total) for m in seen if isinstance(m, LoadProgress)]
+    numbers = [step for _, step, _ in steps]
+    assert numbers == sorted(numbers), steps
+    assert numbers[-1] == steps[-1][2] == 5, steps
+    table = next(step for stage, step, _ in steps if stage.startswith("key_averages"))
+    assert table >= 3
+
+
+async def test_no_lane_is_labelled_none(corpus_dir):
+    """A thread id written as a negative int (wrapped to int32) names its lane by that number, not `TID:None`,
+    on the timeline as drawn."""
+    async with opened(corpus_dir / "cuda_ns_resolution_68k.json.gz", size=(200, 55)) as (app, pilot):
+        labels = [lane.label for lane in app.profile.lanes]
+        assert not [x for x in labels if "None" in x]
+        assert any(x.endswith("/runtime/TID:-247463936") for x in labels)
+        timeline = app.timeline
+        lines = [timeline.render_line(y).text for y in range(timeline.size.height)]
+        assert not [x for x in lines if "TID:None" in x]
+        assert any("runtime/TID:-247463936" in x for x in lines), lines
+
+
+async def test_cursor_never_garbles_a_ruler_label(corpus_dir):
+    """Wherever the cursor stands, the ruler's labels read as times (`|+200µs`, or the tick alone where the
+    cursor is inside its text), never `|+▼µs`; the cursor's `▼` is always drawn at its column."""
+    time_label = re.compile(r"^▼?[|▼]([+-]?\d+(\.\d+)?(ns|µs|ms|s))?▼?$")  # the cursor may touch a label
+    async with opened(corpus_dir / "cuda_simple_add.json.gz", size=(120, 30)) as (app, pilot):
+        timeline = app.timeline
+        timeline.focus()
+        await pilot.pause()
+        head = timeline.label_width + 1
+        for col in range(0, timeline.cells, 3):
+            timeline.cursor_t = timeline.t0 + (col + 0.5) * timeline.ns_per_cell
+            timeline.refresh()
+            ruler = timeline._ruler(timeline.size.width).text  # noqa: SLF001 - the ruler line as drawn
+            assert ruler[head + col] == "▼", (col, ruler)
+            for token in ruler[head:].split():
+                assert time_label.match(token) or set(token) <= {"|", "▼"}, (col, ruler)

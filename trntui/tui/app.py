@@ -253,6 +253,13 @@ class TrntuiApp(App[None]):
         began = time.perf_counter()
         began_cpu = time.thread_time()
         last_post = [0.0]
+        current = [0]
+        """The stage the load is in (1 … LOAD_STAGES): each new stage counts up, progress within it keeps it."""
+
+        def stage(text: str) -> None:
+            """A new stage of the load: the header counts it (`(3/5)`), the loader's progress stays in it."""
+            current[0] = min(current[0] + 1, LOAD_STAGES)
+            self.post_message(LoadProgress(text, current[0], LOAD_STAGES))
 
         def progress(stage: str, done: int, total: int) -> None:
             """Called by the loader between chunks: stop when cancelled, else post (at most 4 per second: each
@@ -264,12 +271,12 @@ class TrntuiApp(App[None]):
             now = time.perf_counter()
             if now - last_post[0] >= 0.25:
                 last_post[0] = now
-                self.post_message(LoadProgress(stage, 2, LOAD_STAGES, done / total if total else None))
+                self.post_message(LoadProgress(stage, current[0], LOAD_STAGES, done / total if total else None))
 
         try:
             from trntui.session import find_runs
 
-            self.post_message(LoadProgress("finding runs", 1, LOAD_STAGES))
+            stage("finding runs")
             runs = self.runs if given is not None and self.runs else find_runs(path, merge=self.merge)
             if run_name is None and len(runs) > 1:
                 self.post_message(RunsFound(runs))
@@ -285,7 +292,7 @@ class TrntuiApp(App[None]):
                     names = ", ".join(r.name for r in runs[:8])
                     raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
                 run = matches[0]
-            self.post_message(LoadProgress(f"reading {run.name}", 2, LOAD_STAGES))
+            stage(f"reading {run.name}")
             from trntui.tui.loader import load_run as load_for_app
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
@@ -301,7 +308,7 @@ class TrntuiApp(App[None]):
                 when the table comes."""
                 from trntui.analysis.timeline import display_span, lane_groups
 
-                self.post_message(LoadProgress(f"timeline rows of {len(profile):,} events", 2, LOAD_STAGES))
+                stage(f"timeline rows of {len(profile):,} events")
                 if len(profile) < BACKGROUND_NESTING_EVENTS:
                     profile.nesting()
                 lane_groups(profile, MAX_SUBROWS)
@@ -315,7 +322,7 @@ class TrntuiApp(App[None]):
                 if worker.is_cancelled:
                     raise Cancelled()
                 self.post_message(ProfileShown(run, profile, early["subset"][1]))
-                self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
+                stage(f"key_averages over {len(profile):,} events")
 
             with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
                 # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
@@ -325,7 +332,7 @@ class TrntuiApp(App[None]):
                 raise Cancelled()
             prepared = early.get("profile") is profile  # shown early: its rows are built, its table came with it
             if not prepared:
-                self.post_message(LoadProgress(f"key_averages over {len(profile):,} events", 3, LOAD_STAGES))
+                stage(f"key_averages over {len(profile):,} events")
             from trntui.analysis.key_averages import key_averages
 
             subset, view, subset_text = early["subset"] if prepared else self._subset(profile)
@@ -333,7 +340,7 @@ class TrntuiApp(App[None]):
             if worker.is_cancelled:
                 raise Cancelled()
             if not prepared:
-                self.post_message(LoadProgress("nesting and timeline rows", 4, LOAD_STAGES))
+                stage("nesting and timeline rows")
             from trntui.analysis.timeline import display_span, lane_groups
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
@@ -348,6 +355,7 @@ class TrntuiApp(App[None]):
             if worker.is_cancelled:
                 raise Cancelled()
             header = early["header"] if prepared else describe(profile, run.name, path.name)
+            stage("drawing")
             self.post_message(
                 ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text,
                               cpu_seconds=time.thread_time() - began_cpu, header=header)

@@ -160,10 +160,12 @@ def add_parts(
     lane_for_combo = np.empty(len(combos.rows), np.int32)
     for j, (cid, p, t) in enumerate(combos.rows.tolist()):
         tier, subsystem, prefix = cat_kind[cid]
-        ident = f"{prefix}:{t if t >= -999 else idmap.label(t)}"
+        # ids below -999 are strings of the trace (`idmap`), or plain negative ints (a thread id wrapped to int32)
+        tid_label = idmap.label(t) if t < -999 else None
+        ident = f"{prefix}:{t if tid_label is None else tid_label}"
         is_device_lane = tier in (Tier.HARDWARE, Tier.DEVICE) and builder.cats[cid] != C.PRIVATEUSE1_DRIVER
         owner_label = process_labels.get(p, "")
-        if p < -999:
+        if p < -999 and idmap.label(p) is not None:
             subsystem, ident = "markers", str(idmap.label(p) or "")
         lane_for_combo[j] = builder.lane(
             tier,

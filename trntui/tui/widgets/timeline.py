@@ -1119,12 +1119,15 @@ class Timeline(Widget, can_focus=True):
         head = f"{format_ns(self.ns_per_cell)}/cell".ljust(lw)[:lw] + " "
         cells = self.cells
         line = [" "] * cells
+        cursor = self.cursor_col
         for col, text in ruler_marks(self.t0, self.ns_per_cell, cells):
             mark = "|" + text
+            if col < cursor < col + len(mark):
+                mark = "|"  # the cursor would land inside the label's text: the tick stays, its text gives way
             if 0 <= col and col + len(mark) <= cells:
                 line[col : col + len(mark)] = list(mark)
-        if 0 <= self.cursor_col < cells:
-            line[self.cursor_col] = "▼"
+        if 0 <= cursor < cells:
+            line[cursor] = "▼"
         return Strip([Segment(head + "".join(line), style)]).crop_extend(0, width, base)
 
     def _when(self, absolute_ns: int) -> str:
