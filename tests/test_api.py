@@ -140,3 +140,19 @@ def test_import_trntui_is_light() -> None:
     code = "import sys, trntui; trntui.load; print(sorted(m for m in ('numpy', 'pandas', 'duckdb', 'pyarrow') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_api_names_survive_every_submodule_import() -> None:
+    """`trntui.runs` and `trntui.load` stay the API functions after every trntui module has been imported (a
+    submodule named `trntui.runs` used to replace the function on the package as soon as compare imported it)."""
+    code = (
+        "import importlib, pkgutil, trntui\n"
+        "for m in pkgutil.walk_packages(trntui.__path__, 'trntui.'):\n"
+        "    if '.tui' in m.name or m.name.endswith('__main__'): continue\n"
+        "    importlib.import_module(m.name)\n"
+        "assert callable(trntui.runs) and callable(trntui.load), (trntui.runs, trntui.load)\n"
+        "import trntui.tui.screens.compare\n"
+        "assert callable(trntui.runs), trntui.runs\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -361,7 +361,7 @@ def test_rule_units_and_arithmetic() -> None:
 
 
 def _sample_runs(kind: str):
-    from trntui.runs import load_runs
+    from trntui.compare_runs import load_runs
 
     root = SAMPLES / kind
     if not root.is_dir():

@@ -139,7 +139,7 @@ def test_run_order_is_one_rule_for_discovery_and_compare(corpus_dir, tmp_path) -
     the manifest's variant position or numeric `order`, then the name."""
     import shutil
 
-    from trntui.runs import discover
+    from trntui.compare_runs import discover
     from trntui.session import find_runs
     from trntui.loaders.discover import capture_order
 

@@ -55,7 +55,7 @@ def loads(monkeypatch) -> list[str]:
         return real(run, *a, **k)
 
     monkeypatch.setattr(session, "load_run", spy)
-    import trntui.runs as runs
+    import trntui.compare_runs as runs
 
     if hasattr(runs, "load_run"):
         monkeypatch.setattr(runs, "load_run", spy)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS
-from trntui.runs import load_runs
+from trntui.compare_runs import load_runs
 from trntui.tui.screens.compare import CompareApp, CompareScreen, OpTimelineScreen
 
 SIZE = (180, 44)

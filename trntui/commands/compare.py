@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from trntui.analysis.compare import check_rules, diff_ops, gate_verdict, parse_rule
     from trntui.report.compare import json_document, render_csv, render_text
-    from trntui.runs import load_runs
+    from trntui.compare_runs import load_runs
 
     from trntui.session import LoadOptions
 
@@ -138,7 +138,7 @@ def launch_compare(
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    from trntui.runs import load_runs
+    from trntui.compare_runs import load_runs
 
     runs = load_runs(paths, by_shapes=by_shapes, baseline=baseline, options=options, merge=merge)
     from trntui.tui.screens.compare import run_compare_app

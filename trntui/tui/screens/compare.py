@@ -408,7 +408,7 @@ def open_compare(app: App, path: str | Path, *, by_shapes: bool = False) -> None
     (the explorer's `c` key). A load failure is a notification, never a traceback."""
 
     def load() -> None:
-        from trntui.runs import load_runs
+        from trntui.compare_runs import load_runs
         from trntui.errors import TrntuiError
 
         try:
