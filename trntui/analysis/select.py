@@ -107,11 +107,14 @@ def parse_window(spec: str, profile: Profile) -> tuple[int, int]:
     the recorded work), as in the timeline.
     """
     a, b = parse_window_spec(spec)
-    from trntui.analysis.timeline import display_span
+    from trntui.analysis.timeline import display_span, format_ns
 
     origin, last = display_span(profile)
     t0 = origin + a if a is not None else origin
     t1 = origin + b if b is not None else last + 1
+    if t0 >= last:  # like --steps out of range: a clear error, not an empty table
+        raise TrntuiError(f"--window {spec}: starts after the end of this trace (its timeline spans "
+                          f"0 to {format_ns(last - origin)})")
     if t1 <= t0:
         raise TrntuiError(f"bad --window {_shown(spec)}: empty interval")
     return t0, t1
