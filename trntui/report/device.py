@@ -103,7 +103,7 @@ def plot_points(report: "DeviceReport") -> list[tuple[str, "Point"]]:
 def header_lines(export: "DeviceExport", report: "DeviceReport") -> list[str]:
     ident = export.identity
     w = report.window
-    parts = [f"schema {export.version}" if export.version else "schema version unknown",
+    parts = [f"schema {truncate(safe_text(export.version), 24)}" if export.version else "schema version unknown",
              report.instance_type or "instance type unknown"]
     if ident.nc is not None:
         parts.append(f"NC{ident.nc}")

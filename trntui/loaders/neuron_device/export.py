@@ -79,7 +79,7 @@ def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExp
         raise LoadError(directory, "not a Neuron device profile: no Instruction.parquet (or Instruction_<k>.parquet)")
     meta_t = read_table(directory, "Metadata")
     metadata = _first_row(meta_t)
-    version = str(metadata.get("profile_schema_version") or "")
+    version = str(metadata.get("profile_schema_version") or "")[:64]  # (a 5,000-digit version is junk, not a version)
     fields_by_table = _schema_fields(directory)
     notes: list[str] = []
     if meta_t is None:

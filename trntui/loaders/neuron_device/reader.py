@@ -63,7 +63,7 @@ def _missing_required(table: str, path: Path, name: str, columns: list[str], ver
     candidates = [c for c in (schema_fields.get(table) or columns) if c not in known]
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     hint = f"; the file has '{close[0]}' instead (renamed?)" if close else ""
-    ver = f"profile_schema_version {version}" if version else "no profile_schema_version"
+    ver = f"profile_schema_version {version[:40]}" if version else "no profile_schema_version"
     return LoadError(
         path,
         f"required column '{name}' of {table} is missing ({ver}; trntui reads the documented "
