@@ -51,8 +51,9 @@ def test_file_with_variants_dict_and_context(tmp_path: Path, capsys: pytest.Capt
     assert counts_of(runs["relu"])["aten::leaky_relu"] == 1
     manifest = json.loads((out / "relu" / "trntui.json").read_text())
     assert manifest["workload"] == "mlp" and manifest["variant"] == "relu" and manifest["complete"] is True
-    assert manifest["input_shapes"] == [[8, 16], [16, 4], None] and manifest["dtype"] == "float32"
-    assert manifest["shape"] is None  # --shape only applies to built-ins
+    assert manifest["input_shapes"] == [[8, 16], [16, 4], None]
+    assert manifest["input_dtypes"] == ["float32", "float32", None]  # what the inputs really were (--dtype fp32)
+    assert manifest["dtype"] is None and manifest["shape"] is None  # --dtype/--shape describe built-ins only
 
 
 def test_module_function_returning_fn_and_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -199,6 +199,14 @@ def finish(run: Run, profile: Profile) -> None:
     profile.meta.trace_meta.setdefault("run_name", run.name)
     if run.manifest:
         profile.meta.trace_meta["manifest"] = run.manifest
+        profiler = run.manifest.get("profiler")
+        cut = profiler.get("harness_frames_cut") if isinstance(profiler, dict) else None
+        if isinstance(cut, int) and not isinstance(cut, bool) and cut > 0:
+            from trntui.capture.stacks import NOTE
+
+            note = NOTE.format(n=cut)
+            if note not in profile.meta.notes:
+                profile.meta.notes.append(note)
 
 
 @contextmanager

@@ -49,9 +49,9 @@ def rmsnorm(ctx: CaptureContext) -> Workload:
         name="rmsnorm",
         description="RMSNorm: naive (mul, mean, add, rsqrt, mul, mul), torch.rms_norm, naive under torch.compile",
         variants={
-            "naive": Variant(rmsnorm_naive, args),
-            "fused": Variant(rmsnorm_fused, args),
-            "compiled": Variant(compiled, args),
+            "naive": Variant(rmsnorm_naive, args, inference=True),
+            "fused": Variant(rmsnorm_fused, args, inference=True),
+            "compiled": Variant(compiled, args, inference=True),
         },
         meta={"eps": EPS},
     )

@@ -192,6 +192,9 @@ def build_profiler_plan(
     *,
     record_shapes: bool = False,
     with_stack: bool = False,
+    profile_memory: bool = False,
+    with_flops: bool = False,
+    with_modules: bool = False,
 ) -> ProfilerPlan:
     """Build `torch.profiler.profile` kwargs for one variant whose files go to `out_dir`.
 
@@ -204,9 +207,10 @@ def build_profiler_plan(
 
     sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1)
     common: dict[str, Any] = {"schedule": sched, "record_shapes": record_shapes}
-    if with_stack:
-        common["with_stack"] = True
-    desc: dict[str, Any] = {"schedule": schedule.as_dict(), "record_shapes": record_shapes, "with_stack": with_stack}
+    switches = {"with_stack": with_stack, "profile_memory": profile_memory, "with_flops": with_flops,
+                "with_modules": with_modules}
+    common.update({k: True for k, on in switches.items() if on})  # torch.profiler.profile's own switches
+    desc: dict[str, Any] = {"schedule": schedule.as_dict(), "record_shapes": record_shapes, **switches}
     if setup.kind == "neuron":
         return _neuron_plan(setup, out_dir, common, desc)
     activities = [ProfilerActivity.CPU]

@@ -56,8 +56,12 @@ class CaptureRequest:
     schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
     record_shapes: bool = False
     with_stack: bool = False
+    profile_memory: bool = False
+    with_flops: bool = False
+    with_modules: bool = False
     command: str = ""
-    dtype: str = ""
+    dtype: str | None = None
+    """The built-in's --dtype (None for a user's code: `input_dtypes` says what it used)."""
     shape: list[int] | None = None
     force: bool = False
 
@@ -226,7 +230,6 @@ def _capture_variant(
     progress: Progress,
     tag: str,
 ) -> tuple[Path, dict[str, Any], list[str]]:
-    fn, args, kwargs = variant.fn, variant.args, variant.kwargs
     neff: dict[str, Any] = {}
     # Neuron: NEFFs compiled during the warm-up go to <variant>/neff_cache, from where NRT copies them into the
     # profile when it stops (trntui/capture/neuron.py)
@@ -234,12 +237,12 @@ def _capture_variant(
     with env:
         progress(f"{tag}: warming up ({WARM_CALLS} calls; the first one compiles, if the variant is compiled)")
         t0 = time.perf_counter()
-        with torch.no_grad():
-            for _ in range(WARM_CALLS):
-                _call(fn, args, kwargs, "warm-up")
-                setup.synchronize()
+        for _ in range(WARM_CALLS):
+            _call(variant, "warm-up")
+            setup.synchronize()
         plan = build_profiler_plan(setup, vdir, request.schedule, record_shapes=request.record_shapes,
-                                   with_stack=request.with_stack)
+                                   with_stack=request.with_stack, profile_memory=request.profile_memory,
+                                   with_flops=request.with_flops, with_modules=request.with_modules)
         plan.description.update(neff)
         for warning in plan.warnings:
             print(f"trntui: warning: {warning}", file=sys.stderr, flush=True)
@@ -247,40 +250,49 @@ def _capture_variant(
         progress(f"{tag}: warm in {time.perf_counter() - t0:.1f}s; profiling {sched.steps} steps "
                  f"(wait={sched.wait}, warmup={sched.warmup}, active={sched.active})")
         if plan.session is not None:
-            _run_session(torch, plan, sched, fn, args, kwargs, setup)
+            _run_session(torch, plan, sched, variant, setup)
         else:
             with factory(**plan.kwargs) as prof:
                 for _ in range(sched.steps):
-                    with torch.no_grad():
-                        _call(fn, args, kwargs, "profiled step")
+                    _call(variant, "profiled step")
                     setup.synchronize()
                     prof.step()
     trace = find_trace(vdir)
     if trace is None:
         raise TrntuiError(f"the profiler wrote no framework trace (trace.json / pytorch_trace.json) under {vdir}")
+    if request.with_stack:
+        from trntui.capture.stacks import cut_harness_frames
+
+        plan.description["harness_frames_cut"] = cut_harness_frames(trace)
     return trace, plan.description, plan.warnings
 
 
-def _run_session(torch: Any, plan: Any, sched: Any, fn: Any, args: tuple, kwargs: dict[str, Any], setup: Any) -> None:
+def _run_session(torch: Any, plan: Any, sched: Any, variant: Variant, setup: Any) -> None:
     """A profiler that is a context manager without a schedule (torch-neuronx's unified NeuronProfiler): the
     wait and warm-up steps run before it, each recorded step is named `ProfilerStep#N` as prof.step() names it,
     and the device is synchronised inside the step."""
     first = sched.wait + sched.warmup
-    with torch.no_grad():
-        for _ in range(first):
-            _call(fn, args, kwargs, "unrecorded step")
-            setup.synchronize()
+    for _ in range(first):
+        _call(variant, "unrecorded step")
+        setup.synchronize()
     with plan.session():
         for k in range(sched.active):
             with torch.profiler.record_function(f"ProfilerStep#{first + k}"):
-                with torch.no_grad():
-                    _call(fn, args, kwargs, "profiled step")
+                _call(variant, "profiled step")
                 setup.synchronize()
 
 
-def _call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], when: str) -> Any:
+def _call(variant: Variant, when: str) -> Any:
+    """One call of the variant, in the grad mode the workload's own code chose: a user's training step
+    (forward, backward, optimizer step) runs as it would without trntui; a built-in that only infers says so
+    with `Variant.inference` and runs under `torch.inference_mode()`."""
     try:
-        return fn(*args, **kwargs)
+        if variant.inference:
+            import torch
+
+            with torch.inference_mode():
+                return variant.fn(*variant.args, **variant.kwargs)
+        return variant.fn(*variant.args, **variant.kwargs)
     except BaseException as exc:  # noqa: BLE001 - user code: SystemExit and BaseException subclasses too
         err = user_error(exc, "the workload", when)
         if err is None or err is exc:

@@ -32,6 +32,8 @@ class Variant:
     fn: Callable[..., Any]
     args: tuple = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    inference: bool = False
+    """Run under `torch.inference_mode()` (built-ins that only infer); False: the grad mode the code chose."""
 
 
 @dataclass
@@ -325,7 +327,7 @@ def _to_device(variant: Variant, ctx: CaptureContext) -> Variant:
             return {k: move(x) for k, x in v.items()}
         return v
 
-    return Variant(fn=variant.fn, args=move(variant.args), kwargs=move(variant.kwargs))
+    return Variant(fn=variant.fn, args=move(variant.args), kwargs=move(variant.kwargs), inference=variant.inference)
 
 
 def input_shapes(variant: Variant) -> list[Any]:

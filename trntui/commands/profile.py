@@ -59,7 +59,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it holds an earlier capture")
     p.add_argument("--no-tui", action="store_true", help="print the summary tables instead of opening the app")
     p.add_argument("--record-shapes", action="store_true", help="record input shapes (torch record_shapes)")
-    p.add_argument("--with-stack", action="store_true", help="record Python stacks (torch with_stack)")
+    p.add_argument("--with-stack", action="store_true",
+                   help="record Python stacks (torch with_stack; trntui's own capture frames are cut)")
+    p.add_argument("--profile-memory", action="store_true",
+                   help="record tensor allocations (torch profile_memory): the CPU Mem / device Mem columns")
+    p.add_argument("--with-flops", action="store_true", help="estimate FLOPs of matmul/conv ops (torch with_flops)")
+    p.add_argument("--with-modules", action="store_true",
+                   help="record the nn.Module hierarchy of each op (torch with_modules)")
     p.add_argument("--sort", default=DEFAULT_SORT, type=options.sort_key,
                    help="sort key for the printed tables (as trntui summary)")
     p.add_argument("--limit", type=int, default=100, help="rows per printed table (default 100; -1 for all)")
@@ -78,13 +84,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _command_line(args: argparse.Namespace, out: Path, variants: list[str]) -> str:
     """The effective command line (every option explicit), recorded in the manifest."""
-    argv = ["trntui", "profile", args.workload, "--device", args.device_kind, "--variant", ",".join(variants),
-            "--shape", "x".join(str(d) for d in args.shape), "--dtype", args.dtype,
-            "--steps", str(args.steps), "--active", str(args.active), "--out", str(out)]
+    argv = ["trntui", "profile", args.workload, "--device", args.device_kind, "--variant", ",".join(variants)]
+    if getattr(args, "builtin", True):  # --shape/--dtype shape the built-ins' inputs; a user's code chooses its own
+        argv += ["--shape", "x".join(str(d) for d in args.shape), "--dtype", args.dtype]
+    argv += ["--steps", str(args.steps), "--active", str(args.active), "--out", str(out)]
     if args.record_shapes:
         argv.append("--record-shapes")
-    if args.with_stack:
-        argv.append("--with-stack")
+    for flag in ("with_stack", "profile_memory", "with_flops", "with_modules"):
+        if getattr(args, flag, False):
+            argv.append("--" + flag.replace("_", "-"))
     if args.device_kind == "neuron":
         argv += ["--neuron-modes", args.neuron_modes, "--neuron-cores", args.neuron_cores]
         if args.max_events_per_nc:
@@ -168,6 +176,7 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
     check_out_dir(out, args.force)  # fail before compiling anything
     workload = build_workload(source, context_for(setup, args.dtype, args.shape))
     variants = _pick_variants(args.variant, list(workload.variants), workload.name)
+    args.builtin = source.builtin is not None
     request = CaptureRequest(
         workload=workload,
         variants=variants,
@@ -175,8 +184,11 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
         schedule=schedule,
         record_shapes=args.record_shapes,
         with_stack=args.with_stack,
+        profile_memory=args.profile_memory,
+        with_flops=args.with_flops,
+        with_modules=args.with_modules,
         command=_command_line(args, out, variants),
-        dtype=context_for(setup, args.dtype, args.shape).dtype_name,
+        dtype=context_for(setup, args.dtype, args.shape).dtype_name if source.builtin is not None else None,
         shape=list(args.shape) if source.builtin is not None else None,
         force=args.force,
     )
