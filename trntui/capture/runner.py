@@ -139,23 +139,128 @@ def check_writable(out: Path) -> None:
 
 def check_out_dir(out: Path, force: bool) -> None:
     """Refuse to overwrite anything that is not an earlier trntui capture; `--force` replaces one of those.
-    Also refuse, before anything runs, a place that cannot be written or has no room (`check_writable`)."""
+    Also refuse, before anything runs, a place that cannot be written or has no room (`check_writable`).
+
+    Only what trntui itself created may ever be removed (`owned_problems`): its variant directories with their
+    manifests and the files those manifests list (or trace files). An existing `out.partial` (an earlier
+    capture that did not finish, or anything else of that name) is replaced only with `--force` and only when
+    it is trntui's; a symbolic link is never followed or removed."""
+    if out.is_symlink():
+        raise TrntuiError(f"--out {out}: is a symbolic link (give the directory it points to)")
     if out.exists() and not out.is_dir():
         raise TrntuiError(f"--out {out}: exists and is not a directory")
     check_writable(out)
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise TrntuiError(f"--out {out}: directory exists and is not empty (pass --force to replace a capture)")
-        if not _looks_like_capture(out):
-            raise TrntuiError(f"--out {out}: not a trntui capture directory; refusing to replace it even with --force")
+        _refuse_unless_owned(out, f"--out {out}: not a trntui capture directory; refusing to replace it even "
+                                  "with --force")
+    staging = _partial(out)
+    if staging.is_symlink():
+        raise TrntuiError(f"--out {out}: {staging} is a symbolic link; refusing to use or remove it")
+    if staging.exists():
+        if not staging.is_dir():
+            raise TrntuiError(f"--out {out}: {staging} exists and is not a directory; move it away first")
+        if not force:
+            raise TrntuiError(f"--out {out}: {staging} exists (a capture that did not finish?); remove it, or pass "
+                              "--force to replace it if it is trntui's")
+        _refuse_unless_owned(staging, f"--out {out}: {staging} was not made by trntui; refusing to remove it even "
+                                      "with --force")
 
 
-def _looks_like_capture(path: Path) -> bool:
-    """Every entry is a variant directory with a manifest (or the directory holds a manifest itself)."""
-    if (path / MANIFEST).is_file():
-        return True
-    entries = list(path.iterdir())
-    return bool(entries) and all(e.is_dir() and (e / MANIFEST).is_file() for e in entries)
+def _refuse_unless_owned(path: Path, message: str) -> None:
+    problems = owned_problems(path)
+    if problems:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        raise TrntuiError(f"{message} ({problems[0]} is in the way{more})")
+
+
+def _manifest_of(vdir: Path) -> dict[str, Any] | None:
+    """The trntui manifest of a variant directory, or None when there is none that trntui wrote."""
+    path = vdir / MANIFEST
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        if path.stat().st_size > 16 << 20:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("trntui_manifest"), int) or doc.get("variant") != vdir.name:
+        return None
+    return doc
+
+
+def _owned_files(vdir: Path, manifest: dict[str, Any]) -> tuple[set[str], list[str]]:
+    """(files trntui created in a variant directory, relative paths of everything else in it)."""
+    listed = manifest.get("files")
+    known = {MANIFEST, MANIFEST + ".tmp"}
+    if isinstance(listed, list):
+        known |= {f for f in listed if isinstance(f, str)}
+    owned: set[str] = set()
+    other: list[str] = []
+    stack = [(vdir, "")]
+    while stack:
+        d, rel = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            other.append(rel or ".")
+            continue
+        for e in entries:
+            r = f"{rel}{e.name}"
+            if e.is_symlink():
+                other.append(r)
+            elif e.is_dir(follow_symlinks=False):
+                stack.append((Path(e.path), r + "/"))
+            elif e.is_file(follow_symlinks=False) and (
+                    r in known or _trace_rank(e.name) is not None or r.startswith("neff_cache/")
+                    or e.name.endswith(".json.tmp")):
+                owned.add(r)
+            else:
+                other.append(r)
+    return owned, other
+
+
+def owned_problems(path: Path) -> list[Path]:
+    """What under a capture directory trntui did not create (empty: all of it is trntui's to remove)."""
+    problems: list[Path] = []
+    for entry in sorted(path.iterdir()):
+        if entry.is_symlink() or not entry.is_dir():
+            problems.append(entry)
+            continue
+        manifest = _manifest_of(entry)
+        if manifest is None:
+            problems.append(entry)
+            continue
+        _, other = _owned_files(entry, manifest)
+        problems.extend(entry / r for r in other)
+    return problems
+
+
+def remove_owned(path: Path) -> None:
+    """Remove a capture directory that `owned_problems` found to be all trntui's: its files, then its (now
+    empty) directories; never a whole tree at once, so what appeared meanwhile stays and is named."""
+    _refuse_unless_owned(path, f"{path}: not removed")
+    for entry in sorted(path.iterdir()):
+        manifest = _manifest_of(entry) or {}
+        owned, _ = _owned_files(entry, manifest)
+        for rel in sorted(owned, key=lambda r: (r == MANIFEST, r)):  # the manifest last: it says whose it is
+            try:
+                (entry / rel).unlink()
+            except FileNotFoundError:
+                pass
+        for d in sorted((p for p in entry.rglob("*") if p.is_dir() and not p.is_symlink()),
+                        key=lambda p: len(p.parts), reverse=True):
+            try:
+                d.rmdir()
+            except OSError as exc:
+                raise TrntuiError(f"{d}: not removed ({exc.strerror or exc})") from None
+        try:
+            entry.rmdir()
+        except OSError as exc:
+            raise TrntuiError(f"{entry}: not removed ({exc.strerror or exc})") from None
+    path.rmdir()
 
 
 def capture(
@@ -175,8 +280,8 @@ def capture(
     out = request.out
     check_out_dir(out, request.force)
     staging = _partial(out)
-    if staging.exists():
-        shutil.rmtree(staging)
+    if staging.exists():  # checked above: --force and all of it trntui's
+        remove_owned(staging)
     staging.mkdir(parents=True)
     started = _now()
     results: list[VariantResult] = []
@@ -209,12 +314,16 @@ def capture(
         manifest["profiler"] = plan_desc
         manifest["trace"] = trace.relative_to(vdir).as_posix()
         manifest["finished"] = _now()
+        manifest["files"] = sorted(str(p.relative_to(vdir).as_posix()) for p in vdir.rglob("*")
+                                   if p.is_file() and not p.is_symlink() and p.name != MANIFEST)
         _write_manifest(vdir, manifest, complete=True)
         size = trace.stat().st_size
         progress(f"{tag}: wrote {name}/{manifest['trace']} ({_size(size)})")
         results.append(VariantResult(name, out / name, out / name / manifest["trace"], manifest))
-    if out.exists():  # --force, checked above to be an earlier capture
-        shutil.rmtree(out)
+    if out.exists() and any(out.iterdir()):  # --force, checked above to be an earlier capture
+        remove_owned(out)
+    elif out.exists():
+        out.rmdir()
     out.parent.mkdir(parents=True, exist_ok=True)
     os.replace(staging, out)
     return CaptureResult(out=out, variants=results, warnings=warnings)
