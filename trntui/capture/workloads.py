@@ -149,6 +149,23 @@ def resolve_source(spec: str) -> WorkloadSource:
     return WorkloadSource(spec=spec, name=name, function=fn, origin=f"{origin}:{func_name}")
 
 
+def source_name(spec: str) -> str:
+    """The name `resolve_source(spec)` gives the workload, without importing anything (the default `--out`)."""
+    _load_builtins()
+    spec = spec.strip()
+    if spec in BUILTINS:
+        return spec
+    target, sep, func_name = spec.rpartition(":")
+    if not sep:
+        target, func_name = spec, ""
+    looks_like_file = target.endswith(".py") or "/" in target or os.sep in target
+    func_name = func_name or DEFAULT_FUNCTION
+    name = _safe_name(Path(target).stem if looks_like_file else target.rsplit(".", 1)[-1])
+    if func_name != DEFAULT_FUNCTION:
+        name = f"{name}-{_safe_name(func_name)}"
+    return name or "workload"
+
+
 def _import_file(path: Path) -> tuple[Any, str]:
     shown = str(path)
     if not path.exists():

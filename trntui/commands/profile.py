@@ -131,8 +131,12 @@ def raise_error(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trntui.capture.devices import NeuronOptions, ScheduleSpec, require_torch, resolve_device
-    from trntui.capture.workloads import BUILTINS, build_workload, builtin_names, resolve_source
+    from trntui.capture.child import channel
+
+    child = channel()
+    if child is not None:
+        _child_run(args, child)  # never returns: os._exit
+    from trntui.capture.workloads import BUILTINS, builtin_names
 
     if args.list:
         for name in builtin_names():
@@ -142,14 +146,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.workload:
         raise_error("profile: give a WORKLOAD (a built-in such as rmsnorm, path/to/file.py:function or module:function)")
     _check_sort(args.sort)  # every argument is checked before any workload runs
-    if args.out is not None:
-        from trntui.capture.runner import check_out_dir
+    return supervise(args)
 
-        check_out_dir(args.out, args.force)
-    require_torch()
-    source = resolve_source(args.workload)
-    if source.builtin is not None:  # check built-in variants before paying for device setup
-        _pick_variants(args.variant, list(source.builtin.variants), source.name)
+
+def _checked(args: argparse.Namespace) -> tuple[Any, Any]:
+    from trntui.capture.devices import NeuronOptions, ScheduleSpec
+
     schedule = ScheduleSpec(steps=args.steps, active=args.active)
     schedule.validate()
     neuron = NeuronOptions(
@@ -160,20 +162,102 @@ def run(args: argparse.Namespace) -> int:
     )
     if not neuron.modes:
         raise_error("--neuron-modes: give at least one mode (device, runtime, cpu_util, host_memory)")
-    setup = resolve_device(args.device, neuron)
-    args.device_kind = setup.kind
-    return capture_and_show(args, source, setup, schedule, build_workload)
+    return schedule, neuron
 
 
-def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule: Any, build_workload: Any) -> int:
-    from trntui.capture import context_for
-    from trntui.capture.runner import CaptureRequest, capture, check_out_dir, default_out_dir
+def _child_argv(args: argparse.Namespace, out: Path) -> list[str]:
+    argv = ["profile", args.workload, "--device", args.device, "--variant", args.variant,
+            "--shape", "x".join(str(d) for d in args.shape), "--dtype", args.dtype,
+            "--steps", str(args.steps), "--active", str(args.active), "--out", str(out),
+            "--neuron-modes", args.neuron_modes, "--neuron-cores", args.neuron_cores]
+    for flag in ("force", "no_tui", "record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules",
+                 "no_correlate_device_time"):
+        if getattr(args, flag, False):
+            argv.append("--" + flag.replace("_", "-"))
+    if args.max_events_per_nc:
+        argv += ["--max-events-per-nc", str(args.max_events_per_nc)]
+    return argv
+
+
+def supervise(args: argparse.Namespace) -> int:
+    """The parent: check everything, resolve `--out` once (absolute), run the capture in a child process
+    (trntui/capture/child.py), then show the result."""
+    import os
+
+    from trntui.capture.child import run_child
+    from trntui.capture.devices import require_torch
+    from trntui.capture.runner import CaptureResult, VariantResult, _partial, check_out_dir, default_out_dir, stderr_progress
+    from trntui.capture.workloads import BUILTINS, source_name
     from trntui.session import LoadOptions
 
     options = LoadOptions.from_env(memory_budget=getattr(args, "memory_budget", None),
                                    convert_timeout=getattr(args, "convert_timeout", None))  # a bad size fails now
-    out = args.out if args.out is not None else default_out_dir(source.name)
-    check_out_dir(out, args.force)  # fail before compiling anything
+    out = Path(os.path.abspath(args.out)) if args.out is not None else Path(os.path.abspath(default_out_dir(source_name(args.workload))))
+    check_out_dir(out, args.force)  # fail before anything runs
+    require_torch()
+    spec = args.workload.strip()
+    if spec in BUILTINS:  # check built-in variants before paying for device setup
+        _pick_variants(args.variant, list(BUILTINS[spec].variants), spec)
+    _checked(args)
+    done = run_child(_child_argv(args, out), _partial(out), stderr_progress)
+    result = CaptureResult(out=Path(done["out"]),
+                           variants=[VariantResult(v, Path(d), Path(t), {}) for v, d, t in done["variants"]],
+                           warnings=list(done.get("warnings", [])))
+    return show(args, result, options)
+
+
+def _child_run(args: argparse.Namespace, chan: Any) -> None:
+    """The capture child: everything that runs the user's code; reports on `chan` and ends with os._exit."""
+    import os
+
+    from trntui.capture.devices import require_torch, resolve_device
+    from trntui.capture.workloads import build_workload, resolve_source
+    from trntui.errors import TrntuiError
+
+    code = 2
+    try:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        chan.send(phase=f"importing {args.workload}")
+        require_torch()
+        source = resolve_source(args.workload)
+        if source.builtin is not None:
+            _pick_variants(args.variant, list(source.builtin.variants), source.name)
+        schedule, neuron = _checked(args)
+        chan.send(phase=f"setting up --device {args.device}")
+        setup = resolve_device(args.device, neuron)
+        args.device_kind = setup.kind
+        chan.send(phase="building the workload")
+        result = _capture(args, source, setup, schedule, build_workload, lambda m: chan.send(progress=m))
+        chan.send(done={"out": str(result.out), "warnings": result.warnings,
+                        "variants": [[v.variant, str(v.directory), str(v.trace)] for v in result.variants]})
+        code = 0
+    except TrntuiError as exc:
+        chan.send(error=str(exc))
+    except KeyboardInterrupt:
+        chan.send(interrupted=True)
+        code = 130
+    except BaseException as exc:  # noqa: BLE001 - one line, never a traceback
+        from trntui.capture.workloads import _exc_line
+
+        if isinstance(exc, OSError) and exc.filename:  # the workload removed or closed what the capture writes
+            chan.send(error=f"capture failed: {exc.filename}: {exc.strerror or exc} (did the workload remove, "
+                            "move or close it?)")
+        else:
+            chan.send(error=f"capture failed: {_exc_line(exc)}")
+    finally:
+        os._exit(code)
+
+
+def _capture(args: argparse.Namespace, source: Any, setup: Any, schedule: Any, build_workload: Any,
+             progress: Any) -> Any:
+    from trntui.capture import context_for
+    from trntui.capture.runner import CaptureRequest, capture, check_out_dir
+
+    out = args.out
+    check_out_dir(out, args.force)
     workload = build_workload(source, context_for(setup, args.dtype, args.shape))
     variants = _pick_variants(args.variant, list(workload.variants), workload.name)
     args.builtin = source.builtin is not None
@@ -192,7 +276,10 @@ def capture_and_show(args: argparse.Namespace, source: Any, setup: Any, schedule
         shape=list(args.shape) if source.builtin is not None else None,
         force=args.force,
     )
-    result = capture(request, setup)
+    return capture(request, setup, progress=progress)
+
+
+def show(args: argparse.Namespace, result: Any, options: Any) -> int:
     for warning in result.warnings:
         print(f"trntui: warning: {warning} (recorded in the manifest)", file=sys.stderr)
     print(f"trntui: wrote {result.out}", file=sys.stderr, flush=True)
