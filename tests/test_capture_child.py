@@ -109,3 +109,12 @@ def test_a_relative_out_does_not_follow_the_workloads_chdir(tmp_path, monkeypatc
     assert [r.name for r in find_runs(tmp_path / "rel-out")] == ["step"]
     assert not (elsewhere / "rel-out").exists() and not (elsewhere / "rel-out.partial").exists()
     assert os.getcwd() == str(tmp_path)
+
+
+def test_a_nested_profiler_that_crashes_torch_is_one_line(tmp_path, capsys) -> None:
+    """The issue's case: a workload that opens its own torch.profiler inside trntui's (torch 2.13 segfaults)."""
+    f = workload(tmp_path, "with torch.profiler.profile():\n            x = x * 1")
+    rc, out, err = profile(capsys, f, tmp_path / "out", "--steps", "2")
+    line = one_error(rc, out, err)  # (the pinned torch segfaults here; trntui says so and names where)
+    assert "the capture process died of SIGSEGV (the workload crashed it) at: [1/1] step:" in line, line
+    assert "incomplete capture left in" in line
