@@ -158,7 +158,8 @@ def test_neuron_info_on_malformed_cases(neuron_cases: list[Case], capsys) -> Non
     failures = []
     for case in neuron_cases:
         rc, out, err, caught, secs = run_cli(["info", str(case.path)], capsys)
-        if rc not in (0, 2) or "Traceback" in out + err or caught or CONTROL.search(out + err) or secs >= CASE_TIMEOUT_S:
+        # 1: a capture Neuron Explorer cannot process, each problem on its own line (issue 27)
+        if rc not in (0, 1, 2) or (rc == 1 and "problem: " not in out) or "Traceback" in out + err or caught or CONTROL.search(out + err) or secs >= CASE_TIMEOUT_S:
             failures.append(f"{case.name}: rc={rc} {err.strip()[:200]!r} {caught}")
     assert not failures, "\n".join(failures)
 

@@ -192,7 +192,7 @@ def test_info_reports_missing_neffs_and_the_sample_is_synthetic(tmp_path: Path, 
     d = tmp_path / f"{INST}_pid_5"
     _touch(d / "42_vnc_0.ntff", b"NTFF")
     _touch(d / "ntrace.pb")
-    assert main(["info", str(tmp_path)]) == 0
+    assert main(["info", str(tmp_path)]) == 1  # no trace_info.pb: Explorer cannot process it (issue 27: exit 1)
     text = capsys.readouterr().out
     assert "neff_42.neff is missing" in text
     assert "trace_info.pb" in text  # Explorer needs it too
@@ -248,7 +248,9 @@ def test_info_on_a_directory_with_nothing_readable_is_one_line_and_exit_2(tmp_pa
     _touch(raw / "ntrace.pb")
     _touch(raw / "1_vnc_0.ntff", b"NTFF")
     rc, out, err = run_cli(capsys, "info", str(tmp_path / "raw"))
-    assert rc == 0 and "run on the Trn host: neuron-explorer view" in out, err
+    # described, with the capture problem (ntrace.pb without trace_info.pb) on its line and exit 1 (issue 27)
+    assert rc == 1 and "run on the Trn host: neuron-explorer view" in out, err
+    assert "problem: " in out and "ntrace.pb without trace_info.pb" in out
 
 
 def test_unrelated_json_is_not_an_export(tmp_path: Path) -> None:

@@ -95,6 +95,10 @@ def describe(path_str: str, merge: bool = False) -> dict[str, Any]:
     doc["converter"] = tool[1] if tool else None
     if layout.is_neuron:
         doc["kind"] = "neuron"
+        from trntui.loaders.neuron.doctor import examine
+
+        doc["capture_problems"] = [{"where": f.where, "problem": f.problem, "blocking": f.blocking}
+                                   for f in examine(layout, rel)]
         for s in layout.sessions:
             entry: dict[str, Any] = {
                 "name": s.name,
@@ -232,13 +236,19 @@ def run(args: argparse.Namespace) -> int:
 
     from trntui.errors import LoadError
     from trntui.report.info import render_text
+    from trntui.textsafe import safe_text
 
     doc = describe(args.path, merge=args.merge)
-    why = nothing_to_read(doc)
+    blocking = [p for p in doc.get("capture_problems") or [] if p["blocking"]]
+    why = nothing_to_read(doc) if not blocking else None
     if why is not None:
         raise LoadError(args.path, why)
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
         sys.stdout.write(render_text(doc))
-    return 0
+        problems = doc.get("capture_problems") or []
+        if problems:
+            sys.stdout.write("\nCapture problems (Neuron Explorer's documented requirements):\n")
+            sys.stdout.write("".join(f"  problem: {safe_text(p['where'])}: {safe_text(p['problem'])}\n" for p in problems))
+    return 1 if blocking else 0

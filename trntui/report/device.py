@@ -392,6 +392,8 @@ def info_lines(entries: list[dict[str, Any]]) -> list[str]:
         for t, v in d["tables"].items():
             if v["absent_optional_columns"]:
                 out.append(f"  {t}: no {', '.join(v['absent_optional_columns'])} column(s)")
+        for n in d.get("schema_notes") or []:
+            out.append(f"  schema: {safe_text(n)}")
         for p in d["problems"]:
             out.append(f"  problem: {safe_text(p)}")
         out.append(f"  open: trntui device {safe_text(d['path'])}")

@@ -154,6 +154,11 @@ def describe_device(directory: Path, identity: Identity | None = None) -> dict[s
         md = {}
         doc["problems"].append(str(exc.problem))
     doc["profile_schema_version"] = md.get("profile_schema_version")
+    v = str(md.get("profile_schema_version") or "")[:64]
+    if v and schema.major(v) != schema.DOCUMENTED_MAJOR:
+        doc.setdefault("schema_notes", []).append(
+            f"profile_schema_version {safe_text(v)}: not the {schema.DOCUMENTED_VERSION} MAJOR trntui's field lists come "
+            "from; every table is read by field name")
     doc["instance_type"] = md.get("instance_type")
     for table in schema.TABLES:
         files = table_files(directory, table)
@@ -170,9 +175,14 @@ def describe_device(directory: Path, identity: Identity | None = None) -> dict[s
             continue
         used = schema.fields(table)
         names = {f.name for f in used}
+        version = str(doc["profile_schema_version"] or "")[:64]
+        lost = [f.name for f in used if f.required and f.name not in cols and schema.tolerates_missing(version, f)]
         for f in used:
-            if f.required and f.name not in cols:
+            if f.required and f.name not in cols and f.name not in lost:
                 doc["problems"].append(f"{files[0].name}: required column '{f.name}' missing (renamed in a newer schema?)")
+        if lost:
+            doc.setdefault("fields_not_found", {})[table] = lost
+            doc.setdefault("schema_notes", []).append(missing_fields_note(table, lost, version, cols))
         doc["tables"][table] = {
             "files": [p.name for p in files],
             "rows": sum(row_count(p) for p in files),
