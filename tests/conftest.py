@@ -37,6 +37,20 @@ def repo_dir() -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _private_config_dir(tmp_path_factory):
+    """Tests never write to the user's config directory (saved SQL queries, history): each session gets its own."""
+    import os
+
+    old = os.environ.get("TRNTUI_CONFIG_DIR")
+    os.environ["TRNTUI_CONFIG_DIR"] = str(tmp_path_factory.mktemp("trntui-config"))
+    yield
+    if old is None:
+        os.environ.pop("TRNTUI_CONFIG_DIR", None)
+    else:
+        os.environ["TRNTUI_CONFIG_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _private_profile_cache(tmp_path_factory):
     """Tests never write to the user's parsed-profile cache (~/.cache/trntui): each session gets its own."""
     import os

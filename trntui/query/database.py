@@ -12,6 +12,7 @@ DuckDB is imported here only: `trntui summary` and every command that runs no qu
 from __future__ import annotations
 
 import re
+import weakref  # noqa: F401 - (the type of _OPEN)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
@@ -78,7 +79,7 @@ class RunData:
     origin: int = 0
 
 
-@dataclass
+@dataclass(eq=False)
 class Database:
     """An in-memory DuckDB over one or more loaded runs (see the module doc)."""
 
@@ -99,6 +100,7 @@ class Database:
         if not self.allow_files:
             config["lock_configuration"] = True  # no SET can turn file access back on
         self.con = duckdb.connect(":memory:", config=config)
+        _close_at_exit(self)
         for k, run in enumerate(self.runs):
             run.origin = T.origin_ns(run.profile)
             run.columns = T.EventColumns(run.profile, run.origin)
@@ -302,6 +304,28 @@ class Database:
         self.con.create_function(f"_depth_{k}", depth, [big], duckdb.sqltype("INTEGER"), type="arrow")
         self.con.create_function(f"_parent_{k}", parent, [big], big, type="arrow", null_handling="special")
         self.con.create_function(f"_step_{k}", step, [big], big, type="arrow", null_handling="special")
+
+
+_OPEN: "weakref.WeakSet[Database] | None" = None
+
+
+def _close_at_exit(db: Database) -> None:
+    """Databases still open when the interpreter ends are closed first: a connection with Python functions
+    alive at teardown makes DuckDB's bindings print a page of "nanobind: leaked ..." lines on stderr (after
+    the app quits, or a notebook kernel stops)."""
+    global _OPEN
+    if _OPEN is None:
+        import atexit
+        import weakref
+
+        _OPEN = weakref.WeakSet()
+
+        def close_all() -> None:
+            for d in list(_OPEN or ()):
+                d.close()
+
+        atexit.register(close_all)
+    _OPEN.add(db)
 
 
 def _events_select(k: int, run: RunData) -> str:

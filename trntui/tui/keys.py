@@ -18,6 +18,7 @@ KEY_NAMES = {
     "greater_than_sign": ">",
     "comma": ",",
     "full_stop": ".",
+    "colon": ":",
     "left": "←",
     "right": "→",
     "up": "↑",

@@ -77,6 +77,7 @@ SCREENS: list[ScreenSpec] = [
     ScreenSpec("overview", "o", "Overview", "trntui.tui.screens.overview", ready=lambda app: True),
     ScreenSpec("device", "D", "Device view", "trntui.tui.screens.device", ready=_neuron_profile),
     ScreenSpec("ranks", "R", "Ranks", "trntui.tui.screens.ranks", ready=_several_runs),
+    ScreenSpec("query", "colon", "SQL query", "trntui.tui.screens.query", ready=lambda app: True),
 ]
 """Every feature screen of the explorer, in the order the footer and help list their keys."""
 
