@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "csv", "json", "markdown", "parquet"), default="table",
                    help="output format (parquet: tables under --out DIR, for DuckDB or pandas)")
     p.add_argument("--out", metavar="DIR", help="directory for --format parquet")
+    p.add_argument("--force", action="store_true",
+                   help="replace the Parquet files already in --out (never a symbolic link or a non-regular file)")
     p.add_argument("--steps", metavar="N-M", type=options.steps_spec, help="only these ProfilerStep#N numbers, e.g. 3-5 or 3,7-9")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
                    help="local: a process pool of --jobs workers (default); dask: Dask distributed (--scheduler, "
@@ -54,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
     from trntui.errors import TrntuiError
     from trntui.per_rank import summarize_ranks
     from trntui.progress import finished, report
-    from trntui.report.ranks import render, write_parquet
+    from trntui.report.ranks import check_parquet_out, render, write_parquet
 
     if args.format == "parquet" and not args.out:
         raise TrntuiError("--format parquet needs --out DIR")
+    if args.format == "parquet":
+        check_parquet_out(Path(args.out), args.force)  # before any rank is summarised
     if not (math.isfinite(args.threshold) and args.threshold > 0):
         raise TrntuiError(f"--threshold must be a positive number (got {args.threshold:g})")
     if args.top < 0:
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                                                                     or not engine.scheduler else None),
                "seconds": time.perf_counter() - began}
     if args.format == "parquet":
-        written = write_parquet(result, Path(args.out), context)
+        written = write_parquet(result, Path(args.out), context, force=args.force)
         sys.stdout.write(f"wrote {len(written)} tables for {len(result.rows)} ranks under {args.out}: "
                          + ", ".join(p.name for p in written) + "\n")
     else:

@@ -274,17 +274,36 @@ def render_json(report: RanksReport, context: dict[str, Any] | None = None) -> s
 PARQUET_TABLES = ("ranks", "rank_steps", "rank_top_ops", "collectives", "collective_waits")
 
 
-def write_parquet(report: RanksReport, out_dir: Path, context: dict[str, Any] | None = None) -> list[Path]:
+def check_parquet_out(out_dir: Path, force: bool = False) -> list[Path]:
+    """The files `write_parquet` will write under `out_dir`, checked before any work is done: `out_dir` is (or
+    can be made) a directory, and none of the files is a symbolic link, a FIFO or anything but a regular file
+    that `force` allows to replace (trntui/fsio.py: `FileRefused`, one line naming the file)."""
+    from trntui import fsio
+
+    out_dir = fsio.ensure_dir(out_dir)
+    paths = [out_dir / f"{name}.parquet" for name in PARQUET_TABLES]
+    for path in paths:
+        fsio.check_target(path, force=force)
+    return paths
+
+
+def write_parquet(report: RanksReport, out_dir: Path, context: dict[str, Any] | None = None,
+                  force: bool = False) -> list[Path]:
     """Write the report as Parquet tables under `out_dir` (one row per rank, per rank × step, per rank × top op,
     per collective call, per rank × collective call); returns the files written.
+
+    Each file is written whole into a temporary file beside it and put in place (trntui/fsio.py): never through a
+    symbolic link, and over an existing file only with `force`.
 
     Query them with DuckDB (`SELECT * FROM 'out/ranks.parquet' WHERE straggler`) or pandas.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from trntui import fsio
+
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_parquet_out(out_dir, force)
     labels = report.step_labels
     ranks = [r.rank for r in report.rows]
     names = [safe_text(r.name) for r in report.rows]
@@ -325,7 +344,7 @@ def write_parquet(report: RanksReport, out_dir: Path, context: dict[str, Any] | 
     for name in PARQUET_TABLES:
         t = tables[name].replace_schema_metadata(meta)
         path = out_dir / f"{name}.parquet"
-        pq.write_table(t, path)
+        fsio.atomic_write(path, lambda tmp, t=t: pq.write_table(t, tmp), force=force)
         written.append(path)
     return written
 
