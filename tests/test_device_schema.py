@@ -241,7 +241,8 @@ def test_open_choices_are_named(two: Path, capsys) -> None:
     assert "semaphore-wait instructions (EVENT_SEMAPHORE*) count as busy" in out
     assert "HBM = DMA bytes whose source or destination is not on-chip" in out
     assert "Matmul-only intensity" in out and "MFU" in out and "(over 2 Tensor Engines)" in out
-    # union and per core side by side
+    # union and per core side by side, each named: the bars are the union
+    assert "\nEngine busy · union of cores 0,1 (busy on any core)\n  Tensor (PE)" in out
     assert "Engines (busy = union over cores 0,1 ÷ window" in out and "Core 0 %" in out and "Core 1 %" in out
     rc, out, _ = run_cli(capsys, "device", str(two), "--format", "json")
     doc = json.loads(out)

@@ -101,6 +101,37 @@ async def test_device_view_from_the_hardware_lane() -> None:
         assert not isinstance(app.screen, DeviceScreen)
 
 
+async def test_device_view_says_which_busy_figure_is_the_union_and_which_one_core() -> None:
+    """Issue 27: the engines pane shows the union over the two physical cores, the lane labels each core's own
+    busy share; the screen names both (the heading, the lanes' border title), and the figures are those."""
+    import re
+
+    async with opened(NAIVE, size=(160, 50)) as (app, pilot):
+        await _to_hardware_lane(app, pilot)
+        await _open_device_view(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, DeviceScreen) and screen.error == ""
+        lines = screen_text(app).splitlines()
+        report = screen.report
+        assert report.pcores == [0, 1]
+        assert any("Engine busy · union of cores 0,1 (busy on any core)" in x for x in lines)
+        assert any("Engine lanes · lane % = one core's busy share of the span shown" in x for x in lines)
+        vector = report.engine("Vector")
+        union_line = next(x for x in lines if "Vector (DVE)" in x)
+        assert f"{vector.percent:.1f}%" in union_line  # the bars: the union figure
+        for core in (0, 1):  # each lane label: that core's own share (the span shown ≈ the execution's window)
+            label = next(x for x in lines if f"NC0:{core}/Vector " in x)
+            shown = int(re.search(r"NC0:%d/Vector (\d+)%%" % core, label).group(1))
+            assert abs(shown - vector.per_core[core]) <= 1.5 and shown < vector.percent - 0.5
+        for _ in range(len(screen.tables)):  # the engines table: the union and per-core columns, named
+            if screen.tables[screen.table_index].key == "engines":
+                break
+            await pilot.press("s")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Busy % (any core)" in text and "Core 0 %" in text and "Core 1 %" in text
+
+
 async def test_device_view_at_80x24_keeps_the_verdict() -> None:
     async with opened(NAIVE, size=(80, 24)) as (app, pilot):
         await _to_hardware_lane(app, pilot)

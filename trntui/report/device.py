@@ -120,6 +120,20 @@ def header_lines(export: "DeviceExport", report: "DeviceReport") -> list[str]:
     return lines
 
 
+def busy_heading(report: "DeviceReport", compact: bool = False) -> str:
+    """The heading of the busy bars, naming which figure they are: with two physical cores, the union (busy on any
+    core), not one core's own busy % (the engines table's `Core N %` columns and the timeline's lane labels)."""
+    cores = report.pcores
+    if len(cores) > 1:
+        which = ",".join(str(c) for c in cores)
+        return f"Busy · union of cores {which}" if compact else f"Engine busy · union of cores {which} (busy on any core)"
+    return "Engine busy" if compact else "Engine busy (union of instruction intervals)"
+
+
+PER_CORE_NOTE = "lane % = one core's busy share of the span shown"
+"""What the busy % in a hardware lane's label is (the timeline widget's figure), beside the union bars."""
+
+
 def engine_lines(report: "DeviceReport", width: int = BAR, compact: bool = False) -> list[str]:
     """Per-engine busy bars (and DMA), one line each (`compact`: without the count's unit)."""
     lines = []
@@ -279,7 +293,7 @@ def render_text(export: "DeviceExport", report: "DeviceReport", limit: int = 10,
         lines = [f"## {lines[0]}", ""] + [x.strip() for x in lines[1:]]
     lines.append("")
     if not markdown:
-        lines.append("Engine busy")
+        lines.append(busy_heading(report))
         lines += engine_lines(report)
         if report.dma is not None:
             d = report.dma

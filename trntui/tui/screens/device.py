@@ -26,6 +26,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from trntui.textsafe import safe_text
+from trntui.tui.messages import PaneTitleChanged
 from trntui.tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -185,25 +186,40 @@ class DeviceScreen(Screen[None]):
         self.call_after_refresh(self._draw_roofline)
         self.timeline.loading = False
         self.timeline.set_profile(message.profile)
-        self.timeline.border_title = Text("Engine lanes · " + self.timeline.title)
+        self._lanes_title()
         by_key = {t.key: t for t in tables(r, limit=50)}
         self.tables = [by_key[k] for k in TABLE_ORDER if k in by_key]
         self.table_index = 0
         self._show_table()
         self.timeline.focus()
 
+    def _lanes_title(self) -> None:
+        """The lanes' border title: what the busy % in each lane label is (one core's own share of the span shown),
+        beside the engines pane's union over cores."""
+        from trntui.report.device import PER_CORE_NOTE
+
+        note = f" · {PER_CORE_NOTE}" if self.report is not None and len(self.report.pcores) > 1 else ""
+        title = self.timeline.title.removeprefix("Timeline · ")
+        self.timeline.border_title = Text(f"Engine lanes{note} · {title}")
+
+    @on(PaneTitleChanged)
+    def _pane_title(self, message: PaneTitleChanged) -> None:
+        message.stop()  # (the app would title the lanes "Timeline · …" and drop what their % is)
+        if message.pane is self.timeline:
+            self._lanes_title()
+
     def _draw_engines(self) -> None:
         if self.report is None:
             return
         from trntui.analysis.roofline import si
-        from trntui.report.device import engine_lines, human_bytes, pct
+        from trntui.report.device import busy_heading, engine_lines, human_bytes, pct
 
         r = self.report
         pane = self.query_one("#device-engines", Static)
         width = pane.size.width or 60
         compact = width < 56
         bar = max(min(width - 2 - (31 if compact else 41), 16), 4)
-        lines = ["Engine busy (union of intervals)"] + engine_lines(r, bar, compact)
+        lines = [busy_heading(r, compact)] + engine_lines(r, bar, compact)
         if r.dma is not None and compact:
             lines.append(f"  DMA {human_bytes(r.dma.bytes)} · HBM {human_bytes(r.dma.hbm_read + r.dma.hbm_write)}")
         elif r.dma is not None:
