@@ -187,3 +187,64 @@ def test_ranks_parquet_replaces_a_users_file_only_with_force(job2: Path, tmp_pat
     assert pq.read_table(d / "ranks.parquet").num_rows == 2
     assert sorted(p.name for p in d.iterdir()) == sorted(f"{n}.parquet" for n in (
         "ranks", "rank_steps", "rank_top_ops", "collectives", "collective_waits"))
+
+
+# ------------------------------------------------------------------------------ class 2: sql --out, export
+
+
+def _trace(corpus_dir: Path) -> str:
+    return str(corpus_dir / "cuda_simple_add.json.gz")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_sql_out_refuses_links_and_replaces_only_with_force(fmt, corpus_dir: Path, tmp_path: Path, capsys) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    query = "SELECT count(*) AS n FROM events"
+    for name, target in (("a", victim), ("b", tmp_path / "elsewhere")):
+        (tmp_path / name).symlink_to(target)
+        for extra in ((), ("--force",)):
+            line = one_error(*run_cli(capsys, "sql", _trace(corpus_dir), query, "--format", fmt, "--out",
+                                      str(tmp_path / name), *extra))
+            assert "symbolic link" in line and f"/{name}:" in line
+    assert victim.read_text() == "precious" and not (tmp_path / "elsewhere").exists()
+    mine = tmp_path / "mine"
+    mine.write_text("mine")
+    line = one_error(*run_cli(capsys, "sql", _trace(corpus_dir), query, "--format", fmt, "--out", str(mine)))
+    assert "exists" in line and "--force" in line and mine.read_text() == "mine"
+    rc, _, err = run_cli(capsys, "sql", _trace(corpus_dir), query, "--format", fmt, "--out", str(mine), "--force")
+    assert rc == 0, err
+    assert mine.read_bytes() != b"mine"
+    os.mkfifo(tmp_path / "fifo")
+    with returns_within():
+        line = one_error(*run_cli(capsys, "sql", _trace(corpus_dir), query, "--format", fmt, "--out",
+                                  str(tmp_path / "fifo"), "--force"))
+    assert "FIFO" in line
+
+
+def test_export_refuses_links_and_replaces_only_with_force(corpus_dir: Path, tmp_path: Path, capsys) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "t.json").symlink_to(victim)
+    for extra in ((), ("--force",)):
+        line = one_error(*run_cli(capsys, "export", _trace(corpus_dir), "--to", "chrome-trace",
+                                  str(tmp_path / "t.json"), *extra))
+        assert "symbolic link" in line
+    d = tmp_path / "tables"
+    d.mkdir()
+    (d / "events.parquet").symlink_to(victim)
+    line = one_error(*run_cli(capsys, "export", _trace(corpus_dir), "--to", "parquet", str(d), "--force"))
+    assert "events.parquet" in line and "symbolic link" in line
+    assert victim.read_text() == "precious" and [p.name for p in d.iterdir()] == ["events.parquet"]
+    (d / "events.parquet").unlink()
+    (d / "lanes.parquet").write_text("mine")
+    line = one_error(*run_cli(capsys, "export", _trace(corpus_dir), "--to", "parquet", str(d)))
+    assert "lanes.parquet" in line and "--force" in line and (d / "lanes.parquet").read_text() == "mine"
+    assert [p.name for p in d.iterdir()] == ["lanes.parquet"]  # checked before anything was written
+    rc, _, err = run_cli(capsys, "export", _trace(corpus_dir), "--to", "parquet", str(d), "--force")
+    assert rc == 0, err
+    assert (d / "events.parquet").is_file() and (d / "lanes.parquet").read_bytes() != b"mine"
+    out = tmp_path / "trace.json"
+    out.write_text("mine")
+    line = one_error(*run_cli(capsys, "export", _trace(corpus_dir), "--to", "chrome-trace", str(out)))
+    assert "--force" in line and out.read_text() == "mine"

@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="trace file or profile directory")
     p.add_argument("--to", nargs=2, metavar=("FORMAT", "TARGET"), required=True,
                    help="parquet DIR, or chrome-trace FILE (.json, or .json.gz to compress)")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing files (never a symbolic link, a FIFO or a directory)")
     p.add_argument("--run", default=None, metavar="NAME", help="chrome-trace of a directory of several runs: which one")
     add_merge_option(p)
     add_no_cache_option(p)
@@ -37,9 +39,15 @@ def run(args: argparse.Namespace) -> int:
     from trntui.session import LoadOptions
     from trntui.textsafe import safe_text
 
+    from trntui import fsio
+
     kind, target = args.to
     if kind not in ("parquet", "chrome-trace"):
         raise TrntuiError(f"--to {safe_text(kind)}: use parquet DIR or chrome-trace FILE")
+    if kind == "chrome-trace":
+        fsio.check_target(target, force=args.force)  # before the load
+    elif Path(target).exists() and not Path(target).is_dir():
+        raise TrntuiError(f"{safe_text(target)}: not a directory")
     options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False))
     runs = load_runs(args.path, options, merge=getattr(args, "merge", False))
     finished()
@@ -52,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             raise TrntuiError(f"{safe_text(target)}: not a directory")
         with Database.of(runs) as db:
             try:
-                written = parquet_tables(db, out)
+                written = parquet_tables(db, out, force=args.force)
             except OSError as exc:
                 raise TrntuiError(f"{safe_text(target)}: cannot write ({exc.strerror or exc})") from None
         print(f"{safe_text(target)}: " + ", ".join(f"{n}.parquet ({rows:,} rows)" for n, rows in written.items()))
@@ -73,11 +81,11 @@ def run(args: argparse.Namespace) -> int:
         import io
 
         def write(path: str) -> int:
-            with gzip.open(path, "wb") as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:
+            with gzip.open(path, "wb") as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:  # fsio: the temporary file
                 return write_chrome_trace(profile, f)
 
-        n = _write_file(target, write, binary=True)
+        n = _write_file(target, write, binary=True, force=args.force)
     else:
-        n = _write_file(target, lambda f: write_chrome_trace(profile, f))
+        n = _write_file(target, lambda f: write_chrome_trace(profile, f), force=args.force)
     print(f"{safe_text(target)}: {n:,} events, {len(profile.flows):,} flow rows, {len(profile.lanes)} lanes")
     return 0

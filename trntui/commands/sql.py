@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("--out", metavar="FILE", help="write the result to FILE (every row, streamed; parquet needs it)")
+    p.add_argument("--force", action="store_true", help="replace --out when it is an existing file")
     p.add_argument("--allow-files", action="store_true",
                    help="let queries read and write files (COPY ... TO, read_csv, read_parquet, ...): off by default")
     add_merge_option(p)
@@ -53,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == "parquet" and not args.out:
         raise TrntuiError("--format parquet writes a file: give --out FILE")
+    if args.out:
+        from trntui import fsio
+
+        fsio.check_target(args.out, force=args.force)  # before the load: a link or a user's file is refused now
     options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False))
     runs = load_runs(args.path, options, merge=getattr(args, "merge", False))
     finished()
@@ -69,11 +74,11 @@ def run(args: argparse.Namespace) -> int:
                 if line.strip() and dot_command(db, line.strip()) is False:
                     break
             return 0
-        emit(db, query, args.format, args.out)
+        emit(db, query, args.format, args.out, force=args.force)
     return 0
 
 
-def emit(db: Any, query: str, fmt: str, out: str | None) -> int:
+def emit(db: Any, query: str, fmt: str, out: str | None, force: bool = False) -> int:
     """Run `query` and write its result to stdout or `out`; returns the rows written."""
     from trntui.report import results
 
@@ -84,8 +89,9 @@ def emit(db: Any, query: str, fmt: str, out: str | None) -> int:
                 from trntui.errors import TrntuiError
 
                 raise TrntuiError("the statement returns no rows to write")
-            return _write_file(out, lambda path: results.write_parquet(result.schema, result, path), binary=True)
-        return _write_file(out, lambda f: _write(results, result, fmt, f))
+            return _write_file(out, lambda path: results.write_parquet(result.schema, result, path), binary=True,
+                               force=force)
+        return _write_file(out, lambda f: _write(results, result, fmt, f), force=force)
     return _write(results, result, fmt, sys.stdout)
 
 
@@ -99,36 +105,16 @@ def _write(results: Any, result: Any, fmt: str, stream: Any) -> int:
     return results.write_text(result.columns, result, stream, fmt)
 
 
-def _write_file(path: str, write: Any, binary: bool = False) -> int:
-    """Write `path` whole or not at all: into a temporary file beside it, renamed over it when complete."""
-    import os
-    import tempfile
-    from pathlib import Path
+def _write_file(path: str, write: Any, binary: bool = False, force: bool = False) -> int:
+    """Write `path` whole or not at all (trntui/fsio.py): into a temporary file beside it, put in place when
+    complete; never through a symbolic link, never over a FIFO or a directory, over an existing file only with
+    `force`. `write` gets the temporary file's path (`binary`) or a text stream."""
+    from trntui import fsio
 
-    from trntui.errors import TrntuiError
-    from trntui.textsafe import safe_text
-
-    target = Path(path)
-    if target.is_dir():
-        raise TrntuiError(f"{safe_text(path)}: is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".trntui-", dir=str(target.parent if str(target.parent) else "."))
-    except OSError as exc:
-        raise TrntuiError(f"{safe_text(path)}: cannot write ({exc.strerror or exc})") from None
-    try:
-        if binary:
-            os.close(fd)
-            n = write(tmp)
-        else:
-            with open(fd, "w", encoding="utf-8", newline="") as f:
-                n = write(f)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise TrntuiError(f"{safe_text(path)}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return n
+    if binary:
+        return fsio.atomic_write(path, write, force=force)
+    with fsio.open_replacing(path, "w", force=force) as f:
+        return write(f)
 
 
 def prompt(db: Any, args: argparse.Namespace) -> int:

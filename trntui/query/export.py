@@ -15,19 +15,25 @@ from trntui.model.profile import EventKind, Flows, Profile
 CHUNK = 50_000
 
 
-def parquet_tables(db: Any, directory: Path) -> dict[str, int]:
+def parquet_tables(db: Any, directory: Path, force: bool = False) -> dict[str, int]:
     """Every table of `db` (trntui/query/database.py: events, lanes, ..., the device tables; not the views) as
-    `DIRECTORY/<table>.parquet`, streamed a batch at a time. Returns table -> rows written."""
+    `DIRECTORY/<table>.parquet`, streamed a batch at a time. Returns table -> rows written.
+
+    Each file is written whole and put in place by trntui/fsio.py: every target is checked first (a symbolic
+    link, a FIFO or a directory is refused; an existing file is replaced only with `force`)."""
+    from trntui import fsio
     from trntui.query.views import VIEWS
     from trntui.report.results import write_parquet
 
-    directory.mkdir(parents=True, exist_ok=True)
+    fsio.ensure_dir(directory)
+    names = [name for name in db.table_names() if name not in VIEWS]
+    for name in names:
+        fsio.check_target(directory / f"{name}.parquet", force=force)
     out: dict[str, int] = {}
-    for name in db.table_names():
-        if name in VIEWS:
-            continue
+    for name in names:
         result = db.batches(f'SELECT * FROM "{name}"')
-        out[name] = write_parquet(result.schema, result, directory / f"{name}.parquet")
+        out[name] = fsio.atomic_write(directory / f"{name}.parquet",
+                                      lambda tmp, r=result: write_parquet(r.schema, r, tmp), force=force)
     return out
 
 

@@ -43,3 +43,29 @@ class PromptScreen(ModalScreen["str | None"]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question (e.g. replace an existing file): `y` answers yes; `n`, Esc or Enter answer no."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", show=False, id="confirm-yes"),
+        Binding("n,escape,enter", "answer(False)", "No", show=False, id="confirm-no"),
+    ]
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical { width: 80%; max-width: 100; height: auto; border: round $warning; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(self.question), markup=False)
+            yield Static(Text("y: yes · n / Esc: no", style="dim"), markup=False)
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -393,15 +393,32 @@ class OpTableView(ScrollView, can_focus=True):
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", run).strip("._")[:60] or "trntui"
         return Path.cwd() / f"{stem}-ops.csv"
 
-    def save_csv(self, path: str) -> bool:
-        """Write the rows shown to `path` as CSV; a notice says where (or why not)."""
+    def save_csv(self, path: str, force: bool = False) -> bool:
+        """Write the rows shown to `path` as CSV; a notice says where (or why not).
+
+        Through trntui/fsio.py: whole or not at all, never through a symbolic link, never into a FIFO or a
+        device (refused at once, the app does not freeze); an existing file is replaced only after a yes."""
         from pathlib import Path
+
+        from trntui import fsio
 
         target = Path(path).expanduser()
         try:
-            target.write_text(table_csv(self.table, self.view, self.columns, self.spread), encoding="utf-8")
-        except OSError as exc:
-            self.notify(f"could not save {safe_text(str(target))}: {safe_text(exc.strerror or str(exc))}",
+            fsio.atomic_write(target, table_csv(self.table, self.view, self.columns, self.spread), force=force,
+                              hint="replace it?")
+        except fsio.FileExists:
+            from trntui.tui.screens.prompt import ConfirmScreen
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.save_csv(path, force=True)
+                else:
+                    self.notify(f"not saved: {safe_text(str(target))} exists", markup=False)
+
+            self.app.push_screen(ConfirmScreen(f"{safe_text(str(target))} exists. Replace it?"), answered)
+            return False
+        except fsio.FileRefused as exc:
+            self.notify(f"could not save {safe_text(str(target))}: {safe_text(exc.problem)}",
                         severity="error", markup=False)
             return False
         self.notify(f"saved {len(self.view):,} rows to {safe_text(str(target))}", markup=False)
