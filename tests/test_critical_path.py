@@ -1,0 +1,191 @@
+"""The critical path on traces with a known answer, built here: every expected figure is computed by hand in the
+docstring of its test (times in µs; HTA's rules: op edges inside a call stack, a zero-weight dependency between
+two top-level ops (the thread idles there; ProfilerStep#N is a user annotation, not an op), blocking calls weigh 0,
+launch delay when the stream was empty, kernel-kernel gap otherwise, sync edges weigh 0)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trntui.analysis.critical_path import CUDA_BOUNDS, critical_paths
+from trntui.errors import TrntuiError
+
+HOST_PID, HOST_TID, STREAM = 100, 1, 7
+
+
+class Trace:
+    """A small Kineto trace: host ops, runtime calls with their kernels (by correlation), cuda_sync rows."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.corr = 1000
+
+    def op(self, name: str, ts: float, dur: float, cat: str = "cpu_op", tid: int = HOST_TID) -> None:
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": HOST_PID, "tid": tid, "ts": ts, "dur": dur,
+                            "args": {}})
+
+    def launch(self, ts: float, dur: float, k_ts: float, k_dur: float, kernel: str = "k", stream: int = STREAM,
+               name: str = "cudaLaunchKernel") -> int:
+        self.corr += 1
+        c = self.corr
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": HOST_PID, "tid": HOST_TID,
+                            "ts": ts, "dur": dur, "args": {"correlation": c}})
+        self.events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": stream, "ts": k_ts,
+                            "dur": k_dur, "args": {"correlation": c, "stream": stream, "device": 0}})
+        self.events.append({"ph": "s", "id": c, "pid": HOST_PID, "tid": HOST_TID, "ts": ts, "cat": "ac2g",
+                            "name": "ac2g"})
+        self.events.append({"ph": "f", "id": c, "pid": 0, "tid": stream, "ts": k_ts, "cat": "ac2g", "name": "ac2g",
+                            "bp": "e"})
+        return c
+
+    def sync_call(self, name: str, ts: float, dur: float, kind: str | None = None, stream: int = STREAM) -> None:
+        self.corr += 1
+        c = self.corr
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": HOST_PID, "tid": HOST_TID,
+                            "ts": ts, "dur": dur, "args": {"correlation": c}})
+        if kind:
+            self.events.append({"ph": "X", "cat": "cuda_sync", "name": kind, "pid": 0, "tid": stream, "ts": ts,
+                                "dur": dur, "args": {"correlation": c, "stream": stream, "device": 0,
+                                                     "cuda_sync_kind": kind}})
+
+    def write(self, path):
+        meta = [{"ph": "M", "name": "process_name", "pid": HOST_PID, "tid": 0, "args": {"name": "python"}},
+                {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+                {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}]
+        path.write_text(json.dumps({"schemaVersion": 1, "displayTimeUnit": "ms",
+                                    "deviceProperties": [{"id": 0, "name": "GPU"}],
+                                    "traceEvents": meta + self.events}))
+        return path
+
+
+def _load(path):
+    import trntui.api as api
+
+    return api.load(path, cache=False).profile
+
+
+def _us(cp) -> dict[str, float]:
+    return {b: v / 1000 for b, v in cp.breakdown_ns.items() if v}
+
+
+def _names_on_path(cp) -> list[str]:
+    return sorted({cp.profile.name_of(int(e)) for e in cp.on_path})
+
+
+def launch_bound(tmp_path):
+    """Ten iterations of: aten::mul [t, t+4] holding cudaLaunchKernel [t+1, t+3]; its tiny kernel [t+20, t+22] on
+    an empty stream; cudaStreamSynchronize [t+5, t+23] (an `.item()`); t = 10 + 25 i; ProfilerStep#1 [0, 270]."""
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 270, cat="user_annotation")
+    for i in range(10):
+        t = 10 + 25 * i
+        tr.op("aten::mul", t, 4)
+        tr.launch(t + 1, 2, t + 20, 2, kernel="tiny_kernel")
+        tr.sync_call("cudaStreamSynchronize", t + 5, 18, kind="Stream Sync")
+    return _load(tr.write(tmp_path / "launch.json"))
+
+
+def test_launch_bound_loop_of_tiny_kernels(tmp_path):
+    """Per iteration the path runs mul start → launch start (1, cpu: the mul), launch start → kernel start (19,
+    launch overhead: the stream was empty), the kernel (2, compute), a sync edge to the end of the sync (0), a
+    dependency to the next mul (0): cpu 10·1 = 10, launch 10·19 = 190, compute 10·2 = 20; path 220 of the step's
+    270 (the rest is the host idle between ops, which bounds nothing)."""
+    cp = critical_paths(launch_bound(tmp_path))[0]
+    assert cp.step == 1 and cp.span_ns == 270_000
+    assert _us(cp) == {"cpu_bound": 10, "gpu_kernel_launch_overhead": 190, "gpu_compute_bound": 20}
+    assert cp.length_ns == 220_000 and cp.off_path_ns == 50_000 and cp.bound_by == "gpu_kernel_launch_overhead"
+    assert sum(cp.breakdown_pct().values()) == pytest.approx(100.0)
+    assert _names_on_path(cp) == ["aten::mul", "cudaLaunchKernel", "cudaStreamSynchronize",
+                                  "tiny_kernel"]
+    top = cp.top_events(None)
+    # the launch edges are the runtime calls' (19 µs each), then the kernels (2 µs each)
+    assert [(t.name, t.ns) for t in top[:10]] == [("cudaLaunchKernel", 19_000)] * 10
+    assert {(t.name, t.ns, t.bound) for t in top if t.name == "tiny_kernel"} == {("tiny_kernel", 2_000,
+                                                                                   "gpu_compute_bound")}
+    # the longest waiting stretch: one launch delay of 19 µs (the kernels between them are work)
+    st = cp.stretches()
+    assert st[0].ns == 19_000 and st[0].bounds == {"gpu_kernel_launch_overhead": 19_000}
+
+
+def gpu_bound(tmp_path, sync_kind: str | None = "Context Sync"):
+    """Five aten::mm [10+10i, +8] holding cudaLaunchKernel [11+10i, +5]; kernel 0 [20, 220] on an empty stream,
+    kernels 1-4 queued behind it, each 2 µs after the previous one's end ([222, 422], …, [828, 1028]);
+    cudaDeviceSynchronize [60, 1030]; ProfilerStep#1 [0, 1040]."""
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 1040, cat="user_annotation")
+    k = 20
+    for i in range(5):
+        tr.op("aten::mm", 10 + 10 * i, 8)
+        tr.launch(11 + 10 * i, 5, k, 200, kernel=f"gemm_{i}")
+        k += 202
+    tr.sync_call("cudaDeviceSynchronize", 60, 970, kind=sync_kind)
+    return _load(tr.write(tmp_path / f"gpu_{sync_kind}.json"))
+
+
+@pytest.mark.parametrize("sync_kind", ["Context Sync", None])
+def test_gpu_bound_step_of_long_kernels(tmp_path, sync_kind):
+    """Path: mm0 → its launch (1, cpu), launch delay 11 → 20 (9), the five kernels (1000, compute) with four 2 µs
+    kernel-kernel gaps (8), the sync edge to the end of cudaDeviceSynchronize (0). Path 1018 of 1040. Without the
+    trace's
+    cuda_sync rows the wait is inferred from the device rows (with a note): the same path."""
+    cp = critical_paths(gpu_bound(tmp_path, sync_kind))[0]
+    assert _us(cp) == {"cpu_bound": 1, "gpu_kernel_launch_overhead": 9, "gpu_compute_bound": 1000,
+                       "gpu_kernel_kernel_overhead": 8}
+    assert cp.length_ns == 1_018_000 and cp.span_ns == 1_040_000 and cp.bound_by == "gpu_compute_bound"
+    top = cp.top_events(5)
+    assert [t.name for t in top] == [f"gemm_{i}" for i in range(5)] and [t.ns for t in top] == [202_000] * 4 + [200_000]
+    # kernel-kernel delay is attributed to the earlier kernel: gemm_0..3 carry 202 µs
+    ns = {cp.profile.name_of(e): v for e, v in cp.event_ns().items()}
+    assert ns["gemm_0"] == 202_000 and ns["gemm_4"] == 200_000
+    assert "ProfilerStep#1" not in ns and ns["aten::mm"] == 1_000 and ns["cudaLaunchKernel"] == 9_000
+    if sync_kind is None:
+        assert any("no CUDA synchronization events" in n for n in cp.notes)
+        assert any("inferred" in n or "linked to the last device row" in n for n in cp.notes)
+    else:
+        assert any("Context Sync 1" in n for n in cp.notes)
+
+
+def test_step_blocking_on_stream_synchronize(tmp_path):
+    """aten::conv [10, 30] holds cudaLaunchKernel [12, 20] → conv_kernel [25, 425] (empty stream: launch delay
+    13); aten::add [35, 45] holds cudaLaunchKernel [37, 42] → add_kernel [427, 437] (queued: gap 2);
+    cudaStreamSynchronize [50, 440] (Stream Sync row); aten::copy_ [445, 480]; ProfilerStep#1 [0, 500].
+    Path: 2 (cpu: conv) + 13 (launch) + 400 + 2 + 10 (kernels, gap) → sync end (0) → copy_ (a dependency, 0) + 35
+    (cpu): cpu 37, launch 13, compute 410, kernel-kernel 2; length 462. aten::add is long but off the path."""
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 500, cat="user_annotation")
+    tr.op("aten::conv", 10, 20)
+    tr.launch(12, 8, 25, 400, kernel="conv_kernel")
+    tr.op("aten::add", 35, 10)
+    tr.launch(37, 5, 427, 10, kernel="add_kernel")
+    tr.sync_call("cudaStreamSynchronize", 50, 390, kind="Stream Sync")
+    tr.op("aten::copy_", 445, 35)
+    cp = critical_paths(_load(tr.write(tmp_path / "sync.json")))[0]
+    assert _us(cp) == {"cpu_bound": 37, "gpu_kernel_launch_overhead": 13, "gpu_compute_bound": 410,
+                       "gpu_kernel_kernel_overhead": 2}
+    assert cp.length_ns == 462_000
+    names = _names_on_path(cp)
+    assert "aten::add" not in names and "aten::copy_" in names and "cudaStreamSynchronize" in names
+    p = cp.profile
+    add_kernel = [e for e in cp.on_path.tolist() if p.name_of(e) == "add_kernel"]
+    assert add_kernel and cp.is_on_path(add_kernel[0])
+    # the blocking call itself weighs nothing: its 390 µs are waiting, not work
+    assert "cudaStreamSynchronize" not in {t.name for t in cp.top_events(None)}
+
+
+def test_no_device_rows_says_so(tmp_path):
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 100, cat="user_annotation")
+    tr.op("aten::add", 10, 50)
+    cp = critical_paths(_load(tr.write(tmp_path / "host.json")))[0]
+    assert _us(cp) == {"cpu_bound": 50} and cp.bounds == CUDA_BOUNDS
+    assert any("no device rows" in n for n in cp.notes)
+
+
+def test_bad_window_is_an_error_not_a_crash(tmp_path):
+    prof = launch_bound(tmp_path)
+    with pytest.raises(TrntuiError, match="no event name contains"):
+        critical_paths(prof, annotation="nosuchthing")
+    with pytest.raises(TrntuiError, match="instance"):
+        critical_paths(prof, annotation="ProfilerStep", instance="5")
