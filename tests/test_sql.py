@@ -348,3 +348,30 @@ def test_summary_and_a_plain_import_never_load_duckdb() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["0", "False", "False"]
+
+
+def test_registering_a_run_and_querying_events_lanes_steps_does_not_import_pandas() -> None:
+    """Registering is meant to cost what wrapping the columns costs (bench/sql.py): `pa.array` on a Python list or
+    a numpy array imports pandas (about 0.3 s, most of the registration's time on the 2M-event trace), so the
+    base table, lanes and steps are built from buffers. Checked in a fresh process, where nothing else has
+    imported pandas yet."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, trntui\n"
+        f"run = trntui.load({str(CORPUS / 'cuda_ns_resolution_68k.json.gz')!r}, cache=False)\n"
+        "assert 'pandas' not in sys.modules, 'the load imported pandas'\n"
+        "db = run.database()\n"
+        "n = db.rows('SELECT count(*) FROM events')[0][0]\n"
+        "lanes = db.rows('SELECT count(*), sum(events) FROM lanes')[0]\n"
+        "steps = db.rows('SELECT count(*), min(start_ns) FROM steps')[0]\n"
+        "tids = db.rows('SELECT count(*) FROM lanes WHERE tid IS NULL')[0][0]\n"
+        "print(n, lanes[0], lanes[1], steps[0], tids, 'pandas' in sys.modules)\n"
+        "db.close()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    n, lanes, lane_events, steps, _null_tids, pandas = p.stdout.split()
+    assert int(n) == int(lane_events) > 0 and int(lanes) > 0 and int(steps) > 0
+    assert pandas == "False"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -52,15 +52,42 @@ def arrow_view(values: np.ndarray) -> "pa.Array":
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
+def _masked(values: np.ndarray, missing: np.ndarray) -> "pa.Array":
+    """`values` with SQL NULL where `missing`, built from buffers (`pa.array` imports pandas: see `_strings`)."""
+    pa = _pa()
+    values = np.ascontiguousarray(values)
+    validity = None
+    if missing.any():
+        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [validity, pa.py_buffer(values)])
+
+
 def _nullable(values: np.ndarray, null: int = NO_ID) -> "pa.Array":
     """Integers with `null` as SQL NULL (a small copy: these columns are per lane or per row, not per event)."""
-    pa = _pa()
     values = np.asarray(values)
-    return pa.array(values, mask=values == null)
+    return _masked(values, values == null)
+
+
+def _ints(values: Sequence[int | None], dtype: type = np.int64) -> "pa.Array":
+    """A small list of integers (None: NULL) as an Arrow array, without `pa.array` (see `_strings`)."""
+    missing = np.fromiter((v is None for v in values), bool, len(values))
+    return _masked(np.fromiter((0 if v is None else v for v in values), dtype, len(values)), missing)
 
 
 def _strings(values: list[str]) -> "pa.Array":
-    return _pa().array(values, type=_pa().string())
+    """A string array built from its buffers: `pa.array(list)` imports pandas (0.3 s) to check for a Series,
+    which was most of what registering a run's tables cost (bench/sql.py). Names that are not valid UTF-8
+    (a lone surrogate from a JSON escape) get U+FFFD, as DuckDB needs valid UTF-8."""
+    pa = _pa()
+    data = [v.encode("utf-8", "replace") for v in values]
+    lengths = np.fromiter(map(len, data), np.int64, len(data))
+    total = int(lengths.sum()) if len(data) else 0
+    large = total >= 2**31
+    offsets = np.zeros(len(data) + 1, np.int64 if large else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    kind = pa.LargeStringArray if large else pa.StringArray
+    array = kind.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
+    return array.cast(pa.string()) if large else array
 
 
 def origin_ns(profile: Profile) -> int:
@@ -104,8 +131,8 @@ class EventColumns:
             "start_abs": arrow_view(p.start),
             "end_abs": arrow_view(p.end),
             "lane": lane_idx,
-            "pid": per_lane(pa.array([l.pid for l in lanes], pa.int64())),
-            "tid": per_lane(pa.array([l.tid for l in lanes], pa.int64())),
+            "pid": per_lane(_ints([l.pid for l in lanes])),
+            "tid": per_lane(_ints([l.tid for l in lanes])),
             "tier": per_lane(_strings([TIERS[int(l.tier)] for l in lanes])),
         })
 
@@ -175,17 +202,17 @@ def lanes_table(profile: Profile) -> "pa.Table":
     lanes = profile.lanes
     counts = np.bincount(profile.lane, minlength=len(lanes)) if len(profile) else np.zeros(len(lanes), np.int64)
     return pa.table({
-        "lane": pa.array([l.id for l in lanes], pa.int32()),
+        "lane": _ints([l.id for l in lanes], np.int32),
         "tier": _strings([TIERS[int(l.tier)] for l in lanes]),
         "label": _strings([l.label for l in lanes]),
         "subsystem": _strings([l.subsystem for l in lanes]),
         "ident": _strings([l.ident for l in lanes]),
-        "pid": pa.array([l.pid for l in lanes], pa.int64()),
-        "tid": pa.array([l.tid for l in lanes], pa.int64()),
+        "pid": _ints([l.pid for l in lanes]),
+        "tid": _ints([l.tid for l in lanes]),
         "instance": _strings([l.instance for l in lanes]),
         "process_name": _strings([l.process_name for l in lanes]),
         "thread_name": _strings([l.thread_name for l in lanes]),
-        "events": pa.array(counts[: len(lanes)].astype(np.int64)),
+        "events": arrow_view(counts[: len(lanes)].astype(np.int64)),
     })
 
 
@@ -284,11 +311,11 @@ def steps_table(profile: Profile, origin: int) -> "pa.Table":
     pa = _pa()
     st = steps(profile)
     return pa.table({
-        "step": pa.array([s.number for s in st], pa.int64()),
+        "step": _ints([s.number for s in st]),
         "name": _strings([profile.name_of(s.event) for s in st]),
-        "start_ns": pa.array([s.start - origin for s in st], pa.int64()),
-        "end_ns": pa.array([s.end - origin for s in st], pa.int64()),
-        "event_id": pa.array([s.event for s in st], pa.int64()),
+        "start_ns": _ints([s.start - origin for s in st]),
+        "end_ns": _ints([s.end - origin for s in st]),
+        "event_id": _ints([s.event for s in st]),
     })
 
 
@@ -305,7 +332,7 @@ def ops_table(table: Any) -> "pa.Table":
     """The key_averages rows (`OpTable`), in torch's order, with torch's attribute names."""
     pa = _pa()
     n = len(table)
-    cols: dict[str, Any] = {"row": pa.array(np.arange(n, dtype=np.int64))}
+    cols: dict[str, Any] = {"row": arrow_view(np.arange(n, dtype=np.int64))}
     for c in OPS_COLUMNS:
         src = "name" if c == "key" else c
         v = getattr(table, src)
@@ -336,8 +363,8 @@ def counters_table(profile: Profile, origin: int) -> "pa.Table":
         "counter": _strings(names).dictionary_encode(),
         "label": _strings(labels).dictionary_encode(),
         "unit": _strings(units).dictionary_encode(),
-        "ts_ns": pa.array(ts - origin),
-        "value": pa.array(vals),
+        "ts_ns": arrow_view(ts - origin),
+        "value": arrow_view(vals),
     })
 
 
