@@ -215,3 +215,32 @@ def test_derived_arrays_round_trip_and_damage_is_a_miss(tmp_path):
             assert all(np.array_equal(got[k], arrays[k]) and got[k].dtype == arrays[k].dtype for k in arrays)
         else:
             assert got is None and not path.exists(), damage
+
+
+def test_an_entry_made_by_other_code_is_a_miss(cache_env, trace, monkeypatch):
+    """The lane labels changed once without a FORMAT bump and old entries kept showing `TID:None`: an entry is
+    keyed by the code that made it (path, size, mtime of every module), so any change to it is a miss."""
+    load_run(_run(trace))
+    assert session.cached(_run(trace)) is not None
+    monkeypatch.setattr(cache, "_CODE", ["another build of trntui"])
+    assert session.cached(_run(trace)) is None
+    load_run(_run(trace))  # the entry is rewritten under this code's stamp
+    assert session.cached(_run(trace)) is not None
+
+
+def test_the_code_stamp_changes_with_any_module(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "loaders" / "__pycache__").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    mod = pkg / "loaders" / "merge.py"
+    mod.write_text("LABEL = 'TID:{tid}'\n")
+    (pkg / "README.md").write_text("not code")
+    first = cache.tree_stamp(pkg)
+    assert cache.tree_stamp(pkg) == first
+    (pkg / "loaders" / "__pycache__" / "merge.cpython-311.pyc").write_bytes(b"x")
+    (pkg / "README.md").write_text("still not code, other size")
+    assert cache.tree_stamp(pkg) == first, "only modules count"
+    st = mod.stat()
+    os.utime(mod, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert cache.tree_stamp(pkg) != first
+    assert cache.code_stamp() == cache.tree_stamp(Path(cache.__file__).resolve().parent)

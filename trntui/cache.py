@@ -76,6 +76,46 @@ def _version() -> str:
     return __version__
 
 
+_CODE: list[str] = []
+
+
+def code_stamp() -> str:
+    """The code that made an entry: `tree_stamp` of the package. An entry is what this code reads from the
+    inputs — lanes, labels, the default table — so a change to any of it (a new release, a `git pull` of a clone,
+    an edit) is a miss, whether or not whoever changed it remembered to bump FORMAT (the lane labels of 2f9e593
+    changed without a bump, and old entries kept showing `TID:None`). About 2 ms; once per process."""
+    if not _CODE:
+        _CODE.append(tree_stamp(Path(__file__).resolve().parent))
+    return _CODE[0]
+
+
+def tree_stamp(root: Path) -> str:
+    """A hash of the relative path, size and mtime of every module (`.py`, compiled `.so`/`.pyd`) under `root`
+    (walked without recursion, links not followed, `__pycache__` skipped)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        stack.append(e.path)
+                elif e.name.endswith((".py", ".so", ".pyd")):
+                    st = e.stat(follow_symlinks=False)
+                    h.update(f"{e.path[len(str(root)):]}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            except OSError:
+                continue
+    return h.hexdigest()
+
+
 def cacheable(files: Sequence[Path], min_bytes: int) -> bool:
     """Whether a run read from `files` is worth caching: every file a readable regular file and `min_bytes`
     together."""
@@ -122,7 +162,8 @@ def _file_stamp(path: Path) -> list[Any]:
 
 
 def _stamp(files: Sequence[Path]) -> dict[str, Any]:
-    return {"files": [_file_stamp(Path(f)) for f in files], "version": _version(), "format": FORMAT}
+    return {"files": [_file_stamp(Path(f)) for f in files], "version": _version(), "format": FORMAT,
+            "code": code_stamp()}
 
 
 def _stamp_or_none(files: Sequence[Path]) -> dict[str, Any] | None:

@@ -59,6 +59,7 @@ def run_files(run: Any) -> list[Path]:
 
 def _summary_key(task: RankTask) -> Path | None:
     from trntui import __version__
+    from trntui.cache import code_stamp
 
     if task.cache_dir is None or getattr(task.run, "inputs", None) is None:
         return None
@@ -70,7 +71,7 @@ def _summary_key(task: RankTask) -> Path | None:
     except OSError:
         return None
     key = json.dumps({"files": stamp, "steps": task.steps, "top": task.top, "rank": task.rank, "name": task.run.name,
-                      "version": __version__, "format": SUMMARY_FORMAT}, sort_keys=True)
+                      "version": __version__, "format": SUMMARY_FORMAT, "code": code_stamp()}, sort_keys=True)
     h = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return Path(task.cache_dir) / "rank-summaries" / f"{h}.json"
 
