@@ -58,7 +58,7 @@ def test_markdown_and_steps(capsys, corpus_dir):
     breakdown = out.split("## Step time breakdown")[1].split("## ")[0]
     body = [line for line in breakdown.splitlines() if line.startswith("| 10")]
     assert [line.split("|")[1].strip() for line in body] == ["102", "103"]
-    comm = out.split("## Computation / communication per step")[1]
+    comm = out.split("## Computation / communication per step")[1].split("## ")[0]
     assert [line.split("|")[1].strip() for line in comm.splitlines() if line.startswith("| 10")] == ["102", "103"]
 
 

@@ -189,3 +189,154 @@ def test_bad_window_is_an_error_not_a_crash(tmp_path):
         critical_paths(prof, annotation="nosuchthing")
     with pytest.raises(TrntuiError, match="instance"):
         critical_paths(prof, annotation="ProfilerStep", instance="5")
+
+
+# ---------------------------------------------------------------------------------------------------- what-if
+
+
+def stream_sync(tmp_path):
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 500, cat="user_annotation")
+    tr.op("aten::conv", 10, 20)
+    tr.launch(12, 8, 25, 400, kernel="conv_kernel")
+    tr.op("aten::add", 35, 10)
+    tr.launch(37, 5, 427, 10, kernel="add_kernel")
+    tr.op("aten::view", 46, 3)
+    tr.sync_call("cudaStreamSynchronize", 50, 390, kind="Stream Sync")
+    tr.op("aten::copy_", 445, 35)
+    return _load(tr.write(tmp_path / "sync.json"))
+
+
+def test_what_if_by_hand(tmp_path):
+    """GPU-bound step (1018 µs path, 1040 µs step): every gemm at 100 µs saves 5·100; kernels=0.8x saves 200;
+    path=0.5x halves every edge of the path's events (509) and nothing else overtakes it."""
+    cp = critical_paths(gpu_bound(tmp_path))[0]
+    w = cp.what_if(["gemm_*=100us"])
+    assert w.matched == 5 and w.saved_ns == 500_000 and w.length_ns == 518_000 and w.predicted_step_ns == 540_000
+    assert w.breakdown_ns["gpu_compute_bound"] == 500_000
+    w = cp.what_if(["kernels=0.8x"])
+    assert w.saved_ns == 200_000 and w.breakdown_ns["gpu_compute_bound"] == 800_000
+    w = cp.what_if(["path=0.5x"])
+    assert w.length_ns == 509_000
+    # an op's scale applies to what it calls and the device rows it launched: the kernels (1000 → 100) and the
+    # 1 µs of mm0 on the path (→ 0.1)
+    w = cp.what_if(["aten::mm=0.1x"])
+    assert w.matched == 5 and w.saved_ns == 900_900
+    d = w.to_dict(cp)
+    assert d["bound_after"] == "gpu_compute_bound" and sum(d["breakdown_pct"].values()) == pytest.approx(100, abs=0.02)
+
+
+def test_what_if_off_path_op_changes_nothing(tmp_path):
+    cp = critical_paths(stream_sync(tmp_path))[0]
+    assert not any(cp.profile.name_of(e) == "aten::view" for e in cp.on_path.tolist())
+    assert not any(cp.profile.name_of(e) == "aten::add" for e in cp.on_path.tolist())
+    for spec in ("aten::view=0.5x", "aten::view=1us", "aten::view=0x"):
+        w = cp.what_if([spec])
+        assert w.matched == 1 and w.saved_ns == 0 and w.breakdown_ns == cp.breakdown_ns, spec
+
+
+OFF_PATH_OP_EXPECTED = {"cuda_ns_resolution_68k.json.gz", "cuda_sampled_rank0.json.gz",
+                        "mtia_inference.json.gz"}
+
+
+def _corpus_paths():
+    from tests.conftest import CORPUS
+
+    return sorted(p.name for p in CORPUS.iterdir() if ".json" in p.name)
+
+
+@pytest.mark.parametrize("name", _corpus_paths())
+def test_what_if_half_the_path_on_the_corpus(corpus_dir, name):
+    """Scaling every event on the path by 0.5: the predicted step is no longer than half the step plus the
+    off-path floor (the step time the path does not cover, plus the longest path left with the path's events at
+    zero time). Exactly: the new path is at most 0.5·length + 0.5·floor, and at least half the old one. An op of
+    the step that is nowhere on the path, scaled, changes nothing."""
+    import numpy as np
+
+    prof = _load(corpus_dir / name)
+    try:
+        cp = critical_paths(prof)[0]
+    except TrntuiError:
+        pytest.skip("no step")
+    w = cp.what_if(["path=0.5x"])
+    floor = cp.floor_ns()
+    assert floor <= cp.length_ns
+    assert w.predicted_step_ns <= cp.span_ns / 2 + cp.off_path_ns + floor
+    assert cp.length_ns / 2 - 1 <= w.length_ns <= 0.5 * cp.length_ns + 0.5 * floor + 1
+    # an op name none of whose rows is on the path
+    g = cp.graph
+    on = np.zeros(len(prof), bool)
+    on[cp.on_path] = True
+    host = g.host_events
+    names_on = set(prof.name[cp.on_path].tolist())
+    from trntui.analysis.links import thread_codes
+
+    lane = thread_codes(prof)[1]  # the thread (framework and runtime lanes of one thread together)
+    dev_of = {}
+    for d, r in g.launcher_of.items():
+        dev_of.setdefault(r, []).append(d)
+
+    def untouched(name_id: int) -> bool:
+        """No row of this name holds (on its lane) an event on the path or launched a device row on it."""
+        for r in host[prof.name[host] == name_id].tolist():
+            inner = host[(lane[host] == lane[r]) & (prof.start[host] >= prof.start[r]) & (prof.end[host] <= prof.end[r])]
+            if on[inner].any() or any(on[d] for i in inner.tolist() for d in dev_of.get(i, [])):
+                return False
+        return True
+
+    cands = [int(e) for e in host[np.argsort(-(prof.end[host] - prof.start[host]))].tolist()
+             if int(prof.name[e]) not in names_on and prof.cats[int(prof.cat[e])] == "cpu_op"]
+    off = [e for e in cands[:40] if untouched(int(prof.name[e]))]
+    if name in OFF_PATH_OP_EXPECTED:
+        assert off, "this trace has an op off the path"
+    if off:
+        spec = prof.name_of(off[0]).replace("[", "?").replace("]", "?").replace("*", "?") + "=0.5x"
+        w = cp.what_if([spec])
+        assert w.saved_ns == 0 and w.breakdown_ns == cp.breakdown_ns, spec
+
+
+def test_what_if_spec_errors(tmp_path):
+    cp = critical_paths(gpu_bound(tmp_path))[0]
+    for bad in ("aten::mm", "aten::mm=fast", "=0.5x", "aten::mm=0.5y"):
+        with pytest.raises(TrntuiError, match="--what-if"):
+            cp.what_if([bad])
+    with pytest.raises(TrntuiError, match="no event is named"):
+        cp.what_if(["aten::nothing=0.5x"])
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+
+
+def test_overview_prints_the_critical_path(tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    gpu_bound(tmp_path)
+    path = str(tmp_path / "gpu_Context Sync.json")
+    rc, out, err = run_cli(capsys, "overview", path, "--what-if", "kernels=0.5x")
+    assert rc == 0, err
+    sec = out[out.index("\nCritical path\n"):]
+    assert "Critical path of step 1: 1,018.0 us (97.9% of the step's 1,040.0 us), bound by gpu_compute_bound" in sec
+    rows = {line.split()[0]: line.split()[1:] for line in sec.splitlines() if line.startswith(("gpu_", "cpu_"))}
+    assert rows["gpu_compute_bound"] == ["1,000.0", "98.2"] and rows["cpu_bound"] == ["1.0", "0.1"]
+    assert "gemm_0" in sec and "What if kernels=0.5x (5 event(s)): path 518.0 us, predicted step 540.0 us" in sec
+    rc, out, _ = run_cli(capsys, "overview", path, "--format", "markdown")
+    assert rc == 0 and "## Critical path" in out and "| gpu_compute_bound | 1,000.0 | 98.2 |" in out
+    rc, out, _ = run_cli(capsys, "overview", path, "--format", "json", "--what-if", "gemm_*=100us")
+    doc = json.loads(out)
+    (cp,) = doc["critical_path"]
+    assert cp["path_us"] == 1018.0 and cp["step_us"] == 1040.0 and cp["bound_by"] == "gpu_compute_bound"
+    assert cp["breakdown_us"]["gpu_kernel_kernel_overhead"] == 8.0 and cp["floor_us"] <= cp["path_us"]
+    assert cp["top_events"][0]["name"] == "gemm_0" and cp["top_events"][0]["on_path_us"] == 202.0
+    assert cp["what_if"][0]["saved_us"] == 500.0 and cp["what_if"][0]["matched_events"] == 5
+    rc, out, _ = run_cli(capsys, "overview", path, "--no-critical-path")
+    assert rc == 0 and "Critical path" not in out
+
+
+def test_overview_what_if_errors_are_one_line(tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    gpu_bound(tmp_path)
+    path = str(tmp_path / "gpu_Context Sync.json")
+    for bad in ("gemm", "nosuch=0.5x"):
+        rc, out, err = run_cli(capsys, "overview", path, "--what-if", bad)
+        assert rc == 2 and out == "" and err.startswith("trntui: error:") and len(err.strip().splitlines()) == 1, err

@@ -335,6 +335,16 @@ class CriticalPath:
         saved = self.length_ns - path.length
         return WhatIf(list(specs), path.length, self.span_ns - saved, saved, bd, matched)
 
+    def floor_ns(self) -> int:
+        """The longest path with every event on the path at zero time: what no speed-up of the path's events can
+        remove (the off-path work that then bounds the step). Scaling the path's events by f leaves a path no
+        longer than f·length + (1-f)·floor."""
+        cached = getattr(self, "_floor", None)
+        if cached is None:
+            cached = self.what_if(["path=0x"]).length_ns
+            self._floor = cached
+        return cached
+
     def to_dict(self, top: int = 20, what_ifs: list[WhatIf] | None = None) -> dict[str, Any]:
         from trntui.textsafe import safe_text
 
@@ -349,6 +359,7 @@ class CriticalPath:
             "path_us": us(self.length_ns),
             "path_share_of_step_pct": round(100.0 * self.length_ns / self.span_ns, 2) if self.span_ns else 0.0,
             "off_path_us": us(self.off_path_ns),
+            "floor_us": us(self.floor_ns()),
             "bound_by": self.bound_by,
             "breakdown_us": {b: us(v) for b, v in self.breakdown_ns.items()},
             "breakdown_pct": {b: round(v, 2) for b, v in pct.items()},
@@ -1093,7 +1104,7 @@ def apply_what_if(cp: CriticalPath, specs: list[str]) -> tuple[np.ndarray, np.nd
         ids = [k for k, nm in enumerate(p.names) if rx.match(nm)]
         if not ids:
             raise TrntuiError(f"--what-if {spec!r}: no event is named {name!r}")
-        hit = np.isin(g.node_event, ids) & g.node_start
+        hit = np.isin(p.name[g.node_event], ids) & g.node_start
         starts = np.nonzero(hit)[0]
         # outer events last, so that they win over events of the same spec nested in them
         evs = g.node_event[starts]

@@ -26,9 +26,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_format_option(p)
     p.add_argument("--steps", metavar="N-M", type=options.steps_spec, help="only these ProfilerStep#N steps, e.g. 3-5 or 3,7-9 (breakdown, "
                    "averages, metrics and kernels over them)")
+    p.add_argument("--what-if", metavar="SPEC", action="append", default=[],
+                   help="recompute the critical path with events scaled: 'aten::mul=0.5x' (a name or glob: the op, "
+                   "what it calls and the device work it launched), 'aten::mul=100us' (each such event takes that "
+                   "long), 'kernels=0.8x' (every device row), 'path=0.5x' (every event on the path); repeatable, "
+                   "all applied together")
+    p.add_argument("--join-steps", action="store_true",
+                   help="one critical path over all the --steps together (HTA's advice for pipelined training: two "
+                   "iterations at once) instead of one per step")
+    p.add_argument("--no-critical-path", action="store_true", help="leave the critical-path section out")
     add_no_cache_option(p)
     add_memory_budget_option(p)
     p.set_defaults(func=run)
+
+
+CRITICAL_PATHS_SHOWN = 8
+"""Steps whose critical path the table and Markdown print (the JSON has every selected one)."""
+
+
+def critical_path_part(profile, args: argparse.Namespace):
+    """(paths, their what-ifs, an error line) for the overview's critical-path section."""
+    from trntui.analysis.critical_path import critical_paths
+    from trntui.errors import TrntuiError
+
+    if getattr(args, "no_critical_path", False):
+        return [], [], None
+    specs = list(getattr(args, "what_if", None) or [])
+    if specs:
+        from trntui.analysis.critical_path import parse_what_if
+
+        for spec in specs:
+            parse_what_if(spec)  # a malformed spec is the user's error: exit 2 before any output
+    try:
+        cps = critical_paths(profile, args.steps, join=getattr(args, "join_steps", False))
+    except TrntuiError as exc:
+        return [], [], f"no critical path: {exc}"
+    what_ifs = [[cp.what_if(specs)] if specs else [] for cp in cps]
+    return cps, what_ifs, None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.errors import LoadError, TrntuiError
     from trntui.progress import finished
     from trntui.session import LoadOptions, find_runs, load_run
+    from trntui.report.critical_path import overview_section as cp_text
     from trntui.report.overview import json_document, render
     from trntui.textsafe import safe_text
 
@@ -51,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             profile = load_run(run_, options)
             ov = overview(profile, args.steps)
+            cps, what_ifs, cp_error = critical_path_part(profile, args)
         except (LoadError, TrntuiError) as exc:
             if not many:
                 raise
@@ -61,9 +97,16 @@ def run(args: argparse.Namespace) -> int:
         finished()
         title = run_.name if many else None
         if args.format == "json":
-            docs.append(json_document(ov, title))
+            doc = json_document(ov, title)
+            if not args.no_critical_path:
+                doc["critical_path"] = [cp.to_dict(what_ifs=w) for cp, w in zip(cps, what_ifs)]
+                if cp_error:
+                    doc["critical_path_error"] = cp_error
+            docs.append(doc)
             continue
         out = render(ov, args.format, title)
+        if args.format in ("table", "markdown") and not args.no_critical_path:
+            out += cp_text(cps, what_ifs, cp_error, args.format == "markdown")
         if args.format == "csv" and k > 0 and docs is not None and out:
             out = out.split("\n", 1)[1]  # one header for all runs
         sys.stdout.write(out)
