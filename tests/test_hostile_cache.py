@@ -209,8 +209,11 @@ def test_interrupted_cache_write_leaves_nothing(sig, tmp_path) -> None:
     trace.parent.mkdir()
     trace.write_bytes(valid_trace(n_steps=20))
     flag = tmp_path / "written"
+    # SIGINT as a terminal delivers it: a suite started in the background (`cmd &` without job control) hands its
+    # children SIGINT ignored, and Python then never installs its KeyboardInterrupt handler
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITE, "summary", str(trace)], env=_env(cache, FLAG=str(flag)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while not flag.exists():
