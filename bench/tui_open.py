@@ -59,13 +59,13 @@ def child(path: str, size: str) -> None:
 
     real_run, real_read, real_records = loader._run_loader, cache.read_written, cache.load_records
 
-    def run_loader(source, run, options, progress, *a, **k):  # noqa: ANN001 - marks the loader's stages as they arrive
+    def run_loader(request, progress, *a, **k):  # noqa: ANN001 - marks the loader's stages as they arrive
         def stage(name: str, done: int, total: int) -> None:
             if name:  # ("": the loader is quiet, a chance to cancel)
                 at(f"loader: {name.split(' ')[0]}")
             if progress is not None:
                 progress(name, done, total)
-        return real_run(source, run, options, stage, *a, **k)
+        return real_run(request, stage, *a, **k)
 
     def read_written(d):  # noqa: ANN001
         at("profile written")
@@ -76,7 +76,10 @@ def child(path: str, size: str) -> None:
         return real_records(*a)
 
     loader._run_loader, cache.read_written, cache.load_records = run_loader, read_written, load_records
-    prestarted = prestart(Path(path), None, None)  # as `trntui open` does before it imports Textual
+    from trntui.request import resolve
+
+    request = resolve(Path(path))  # as `trntui open` does before it imports Textual: the run found once
+    prestarted = prestart(request)
     how = "none" if prestarted is None else "forked" if isinstance(prestarted.proc, loader.Forked) else "started"
     from trntui.tui.app import TrntuiApp
     from trntui.tui.messages import ProfileLoaded
@@ -93,7 +96,7 @@ def child(path: str, size: str) -> None:
     width, height = (int(x) for x in size.split("x"))
 
     async def go() -> dict:
-        app = Timed(path, prestarted=prestarted)
+        app = Timed(path, prestarted=prestarted, request=request, runs=[request.run])
         async with app.run_test(size=(width, height)) as pilot:
             await app.workers.wait_for_complete()
             while not app.painted:

@@ -28,7 +28,7 @@ FORBIDDEN = {
 
 SUBPROCESS_ALLOWED = ("capture/", "commands/profile.py", "loaders/neuron/convert.py", "tui/loader.py")
 """Modules that run external tools by design (profiling a user's workload, converting NTFF with
-`neuron-profile`, the app's loader process: `python -m trntui.tui.loader`): they build argv lists from the user's
+`neuron-profile`, the app's loader process, a fresh interpreter sent its `LoadRequest`): they build argv lists from the user's
 command line and known file layouts, never a shell."""
 
 

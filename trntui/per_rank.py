@@ -11,11 +11,13 @@ threads).
 Summaries are cached as small JSON files (`<cache dir>/rank-summaries/`), keyed by the rank's files (path, size,
 mtime) and the options, so a second look at a 1,000-rank job reads 1,000 small files instead of 1,000 traces.
 The parsed-profile cache is read when it already holds a rank but never written from here (its few entries would
-only churn). Settings arrive in the task (`LoadOptions` of the command): a worker reads no environment.
+only churn). Each task carries the rank's `LoadRequest` (trntui/request.py: its run and the options, the
+budget that worker may use among them) as the command made it: a worker finds nothing and reads no environment.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -35,20 +37,20 @@ SUMMARY_FORMAT = 2
 class RankTask:
     """What one worker needs for one rank (pickled to the worker: plain data only)."""
 
-    run: Any
-    """The rank's `Run` (its files)."""
+    request: Any
+    """The rank's `LoadRequest`: its `Run` (files) and `LoadOptions`. `options.memory_budget` is this rank's
+    load's bytes (the command's budget per worker, or this machine's split among its local workers), or "auto"
+    on a remote cluster: that worker's own (80% of its machine's available memory / `share`). Its cache
+    directory keeps the rank summaries (None: no cache); parsed profiles are read from it, never written."""
     rank: int | None
     steps: str | None = None
-    memory_budget: int | None = None
-    """Bytes for this rank's load; None: this worker's own (80% of its machine's available memory / `share`)."""
     share: int = 1
     """Loads running at once on this worker's machine (divides its own budget)."""
-    cache_dir: Path | None = None
-    """The cache directory (rank summaries; parsed profiles are read from it); None: no cache."""
-    cache_min_bytes: int = 8 << 20
     top: int = TOP_OPS
-    load: Any = None
-    """The command's `LoadOptions` without its callbacks (other settings, e.g. the Neuron conversion timeout)."""
+
+    @property
+    def run(self) -> Any:
+        return self.request.run
 
 
 def run_files(run: Any) -> list[Path]:
@@ -61,7 +63,8 @@ def _summary_key(task: RankTask) -> Path | None:
     from trntui import __version__
     from trntui.cache import code_stamp
 
-    if task.cache_dir is None or getattr(task.run, "inputs", None) is None:
+    cache_dir = task.request.options.cache_dir
+    if cache_dir is None or getattr(task.run, "inputs", None) is None:
         return None
     files = run_files(task.run)
     if not files:
@@ -73,7 +76,7 @@ def _summary_key(task: RankTask) -> Path | None:
     key = json.dumps({"files": stamp, "steps": task.steps, "top": task.top, "rank": task.rank, "name": task.run.name,
                       "version": __version__, "format": SUMMARY_FORMAT, "code": code_stamp()}, sort_keys=True)
     h = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return Path(task.cache_dir) / "rank-summaries" / f"{h}.json"
+    return Path(cache_dir) / "rank-summaries" / f"{h}.json"
 
 
 def _read_cached(path: Path | None) -> RankSummary | None:
@@ -98,8 +101,11 @@ def _write_cached(path: Path | None, summary: RankSummary) -> None:
 
 
 def _worker_budget(task: RankTask) -> int | None:
-    if task.memory_budget is not None:
-        return task.memory_budget
+    """The budget of this rank's load: its request's, with "auto" resolved on this worker (its machine's
+    budget shared by the loads that run on it at once)."""
+    budget = task.request.options.memory_budget
+    if budget != "auto":
+        return budget
     from trntui.memory import auto_budget
 
     share = task.share
@@ -180,19 +186,16 @@ def _peak_rss() -> int | None:
 
 def _load(task: RankTask) -> Any:
     from trntui.formats import read_run
-    from trntui.loaders.protocol import LoadOptions
     from trntui.session import cached
 
     import dataclasses
 
-    base = task.load if task.load is not None else LoadOptions()
-    if task.cache_dir is not None:  # a rank someone already opened; never written from here (module docstring)
-        hit = cached(task.run, dataclasses.replace(base, cache=True, cache_dir=task.cache_dir,
-                                                   cache_min_bytes=task.cache_min_bytes))
+    options = task.request.options
+    if options.cache_dir is not None:  # a rank someone already opened; never written from here (module docstring)
+        hit = cached(task.run, dataclasses.replace(options, cache=True))
         if hit is not None:
             return hit
-    return read_run(task.run, dataclasses.replace(base, memory_budget=_worker_budget(task), cache=False,
-                                                  cache_dir=task.cache_dir))
+    return read_run(task.run, dataclasses.replace(options, memory_budget=_worker_budget(task), cache=False))
 
 
 def _distributed_rank(profile: Any) -> int | None:
@@ -217,13 +220,30 @@ def worker_budget(options: Any, engine: EngineOptions, ranks: int) -> tuple[int 
 
     local = engine.engine == "local" or not engine.scheduler
     workers = engine.local_workers(ranks) if local else 1
-    option = getattr(options, "memory_budget", "auto")
+    option = options.memory_budget
     if option != "auto":
-        return (option if isinstance(option, int) else None), workers
+        return option, workers
     if not local:
         return None, workers
     budget = auto_budget()
     return (None if budget is None else max(budget // workers, 1)), workers
+
+
+def rank_requests(runs: Sequence[Any], options: Any = None, engine: EngineOptions = EngineOptions()) -> list[Any]:
+    """One `LoadRequest` per rank of a job, made once by the command: the rank's run and the command's options
+    with the budget of one worker (`worker_budget`; "auto" on a remote cluster) and the cache directory only
+    when the cache is on. These travel to the workers unchanged."""
+    from trntui.loaders.protocol import LoadOptions
+    from trntui.request import LoadRequest
+
+    if options is None:
+        options = LoadOptions.from_env()
+    budget, _ = worker_budget(options, engine, len(runs))
+    if budget is None and options.memory_budget == "auto":
+        budget = "auto"  # a remote worker decides (its own machine)
+    cache_dir = options.cache_dir if options.cache else None
+    per_rank = dataclasses.replace(options, memory_budget=budget, cache_dir=cache_dir, progress=None, cancelled=None)
+    return [LoadRequest(Path(r.root), r, per_rank) for r in runs]
 
 
 def summarize_ranks(
@@ -239,31 +259,25 @@ def summarize_ranks(
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> RanksReport:
-    """Summarise every rank of a job on `engine` and compare them (`RanksReport`). `options`: the command's
-    `LoadOptions` (memory budget per worker, cache directory; None: the defaults, trntui/settings.py)."""
-    from trntui.loaders.protocol import LoadOptions
+    """Summarise every rank of a job on `engine` and compare them (`RanksReport`). `runs`: the job's `Run`s, or
+    the `LoadRequest`s the command made of them (`rank_requests`: sent to the workers as they are); `options`:
+    the command's `LoadOptions` for `Run`s (memory budget per worker, cache directory; None: the defaults)."""
+    from trntui.request import LoadRequest
 
-    if options is None:
-        options = LoadOptions.from_env()
     runs = list(runs)
     if not runs:
         raise TrntuiError("no ranks to compare")
+    requests = runs if all(isinstance(r, LoadRequest) for r in runs) else rank_requests(runs, options, engine)
+    runs = [q.run for q in requests]
     rank_ids = list(ranks) if ranks is not None else [getattr(r, "rank", None) for r in runs]
     if len({r for r in rank_ids if r is not None}) != len([r for r in rank_ids if r is not None]):
         rank_ids = [None] * len(runs)  # duplicate ids: the ranks' own distributedInfo decides, else their names
-    budget, share = worker_budget(options, engine, len(runs))
-    if engine.engine == "dask" and not engine.scheduler and budget is not None:
-        import dataclasses
-
+    share = engine.local_workers(len(runs)) if engine.engine == "local" or not engine.scheduler else 1
+    budget = requests[0].options.memory_budget
+    if engine.engine == "dask" and not engine.scheduler and isinstance(budget, int):
         # Dask pauses a worker at 80% of its limit: room for the load's budget plus the interpreter
         engine = dataclasses.replace(engine, memory_limit=engine.memory_limit or int(budget / 0.8))
-    import dataclasses
-
-    cache_dir = options.cache_dir if options.cache else None
-    plain = dataclasses.replace(options, progress=None, cancelled=None)  # callbacks stay here: tasks are pickled
-    tasks = [RankTask(run=r, rank=rid, steps=steps, memory_budget=budget, share=share, cache_dir=cache_dir,
-                      cache_min_bytes=options.cache_min_bytes, top=top, load=plain)
-             for r, rid in zip(runs, rank_ids)]
+    tasks = [RankTask(request=q, rank=rid, steps=steps, share=share, top=top) for q, rid in zip(requests, rank_ids)]
     results = map_tasks(summarize_task, tasks, engine, progress=progress, cancelled=cancelled,
                         preload=("trntui.per_rank", "trntui.session", "trntui.analysis.ranks"))
     summaries = [x for x in results if isinstance(x, RankSummary)]

@@ -14,6 +14,7 @@ from trntui.analysis.timeline import build_rows
 from trntui.errors import TrntuiError
 from trntui.loaders.protocol import LoadOptions
 from trntui.progress import Cancelled
+from trntui.request import resolve
 from trntui.session import find_runs, load_run as session_load
 from trntui.tui import loader
 
@@ -34,9 +35,10 @@ def test_loader_process_writes_the_entry_the_app_maps(corpus_dir, tmp_path, cach
     the second load comes from the cache with the timeline rows restored (no new process)."""
     trace = tmp_path / "t.json.gz"
     shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
-    (run,) = find_runs(trace)
+    request = resolve(trace, options=cache_options)
+    run = request.run
     stages: list[str] = []
-    profile = loader.load_run(trace, run, cache_options, lambda stage, done, total: stages.append(stage))
+    profile = loader.load_run(request, lambda stage, done, total: stages.append(stage))
     assert any(s.startswith("decoding") or s.startswith("reading") for s in stages)  # reported by the loader process
     assert profile.cache.get("cache_entry") is not None
     direct = session_load(run, LoadOptions(cache=False))
@@ -44,7 +46,7 @@ def test_loader_process_writes_the_entry_the_app_maps(corpus_dir, tmp_path, cach
     assert key_averages(profile).name == key_averages(direct).name
     assert np.allclose(key_averages(profile).self_device_time_total, key_averages(direct).self_device_time_total)
     loader.save_timeline(profile, 4)
-    again = loader.load_run(trace, run, cache_options, lambda *a: pytest.fail("the second load started a process"))
+    again = loader.load_run(request, lambda *a: pytest.fail("the second load started a process"))
     assert again.cache.get(loader.RESTORED)
     rows, fresh = build_rows(again, 4), build_rows(direct, 4)
     assert [(r.lane, r.depth) for r in rows] == [(r.lane, r.depth) for r in fresh]
@@ -55,9 +57,8 @@ def test_loader_process_error_and_cancel(tmp_path, cache_options):
     """A damaged trace is the loader's one-line error; a cancel from the progress callback stops the process."""
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(gzip.compress(b"\x00\x01 this is not a trace" * 1000))
-    (run,) = find_runs(bad)
     with pytest.raises(TrntuiError) as caught:
-        loader.load_run(bad, run, cache_options)
+        loader.load_run(resolve(bad, options=cache_options))
     assert "bad.json.gz" in str(caught.value) and "\n" not in str(caught.value)
 
     def cancel(stage, done, total):
@@ -67,9 +68,8 @@ def test_loader_process_error_and_cancel(tmp_path, cache_options):
     events = ",".join(f'{{"ph": "X", "ts": {k}, "dur": 1, "name": "op{k % 7}", "pid": 1, "tid": 1, "cat": "cpu_op"}}'
                       for k in range(20000))
     big.write_text(f'{{"traceEvents": [{events}]}}')
-    (run,) = find_runs(big)
     with pytest.raises(Cancelled):
-        loader.load_run(big, run, cache_options, cancel)
+        loader.load_run(resolve(big, options=cache_options), cancel)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 55)])
@@ -94,12 +94,13 @@ async def test_open_starts_the_loader_before_the_app(corpus_dir, tmp_path, cache
     this process. With an entry in the cache nothing is started ahead."""
     trace = tmp_path / "t.json.gz"
     shutil.copy(corpus_dir / "cuda_sampled_rank0.json.gz", trace)
-    pre = loader.prestart(trace, None, cache_options)
-    assert pre is not None and pre.run_name == find_runs(trace)[0].name
+    request = resolve(trace, options=cache_options)
+    pre = loader.prestart(request)
+    assert pre is not None and pre.run_name == find_runs(trace)[0].name and pre.request == request
     monkeypatch.setattr(loader, "_start_loader", lambda *a, **k: pytest.fail("a second loader process"))
     from trntui.tui.app import TrntuiApp
 
-    app = TrntuiApp(trace, prestarted=pre, load_options=cache_options)
+    app = TrntuiApp(trace, prestarted=pre, load_options=cache_options, request=request)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -108,7 +109,7 @@ async def test_open_starts_the_loader_before_the_app(corpus_dir, tmp_path, cache
         direct = key_averages(session_load(find_runs(trace)[0], LoadOptions(cache=False)))
         assert list(app.table.name) == list(direct.name)
         assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])
-    assert loader.prestart(trace, None, cache_options) is None  # the entry is there now
+    assert loader.prestart(resolve(trace, options=cache_options)) is None  # the entry is there now
 
 
 _WAITING_LOADER = """
@@ -122,8 +123,8 @@ def waiting(*a, **k):  # the table waits until the app has taken the profile (or
         time.sleep(0.01)
     return real(*a, **k)
 K.key_averages = waiting
-from trntui.tui.loader import main
-sys.exit(main(sys.argv[1:]))
+from trntui.tui.loader import child
+sys.exit(child())
 """
 
 
@@ -132,7 +133,6 @@ def test_app_takes_the_profile_while_the_loader_computes_the_table(corpus_dir, t
     builds its rows (`prepare`) while the loader computes the key_averages table; the app then takes the table
     from the finished entry. Here the loader's table waits until `prepare` has run, so the overlap is certain:
     the profile returned is the one prepared, equal to an in-process load, table and args included."""
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -140,15 +140,13 @@ def test_app_takes_the_profile_while_the_loader_computes_the_table(corpus_dir, t
 
     trace = tmp_path / "t.json.gz"
     shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
-    (run,) = find_runs(trace)
+    request = resolve(trace, options=cache_options)
+    run = request.run
     flag = tmp_path / "prepared"
     root = str(Path(loader.__file__).resolve().parents[2])
 
-    def start_waiting(source, run, options, merge=False):
-        boot = _WAITING_LOADER.format(root=root, flag=str(flag))
-        cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", loader._options_arg(options)]
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True, encoding="utf-8", errors="replace")
+    def start_waiting(request):
+        return loader._spawn([sys.executable, "-c", _WAITING_LOADER.format(root=root, flag=str(flag))], request)
 
     monkeypatch.setattr(loader, "_start_loader", start_waiting)
     final = profile_cache.entry_dir(run.inputs, cache_options.cache_dir)
@@ -159,7 +157,7 @@ def test_app_takes_the_profile_while_the_loader_computes_the_table(corpus_dir, t
         prepared.append(profile)
         flag.touch()
 
-    profile = loader.load_run(trace, run, cache_options, None, 4, prepare=prepare)
+    profile = loader.load_run(request, None, 4, prepare=prepare)
     assert len(prepared) == 1 and prepared[0] is profile
     assert profile.cache.get("cache_entry") == final
     direct = session_load(run, LoadOptions(cache=False))
@@ -178,9 +176,10 @@ def test_profile_not_taken_in_time_is_read_from_the_entry(corpus_dir, tmp_path, 
 
     trace = tmp_path / "t.json.gz"
     shutil.copy(corpus_dir / "cuda_ns_resolution_68k.json.gz", trace)
-    (run,) = find_runs(trace)
+    request = resolve(trace, options=cache_options)
+    run = request.run
     monkeypatch.setattr(profile_cache, "read_written", lambda d: None)
-    profile = loader.load_run(trace, run, cache_options, None, 4, prepare=lambda p: pytest.fail("prepared"))
+    profile = loader.load_run(request, None, 4, prepare=lambda p: pytest.fail("prepared"))
     direct = session_load(run, LoadOptions(cache=False))
     assert profile.cache.get("cache_entry") is not None
     assert np.array_equal(profile.end, direct.end) and key_averages(profile).name == key_averages(direct).name
@@ -220,12 +219,12 @@ from trntui.settings import numpy_with_one_blas_thread
 numpy_with_one_blas_thread()  # as the CLI does before any command but `profile`
 from trntui.loaders.protocol import LoadOptions
 from trntui.tui import loader
-from trntui.session import find_runs
+from trntui.request import resolve
 options = LoadOptions(cache=True, cache_dir=Path(sys.argv[2]), cache_min_bytes=0)
-pre = loader.prestart(Path(sys.argv[1]), None, options)
+request = resolve(Path(sys.argv[1]), options=options)
+pre = loader.prestart(request)
 print(type(pre.proc).__name__)
-(run,) = find_runs(Path(sys.argv[1]))
-profile = loader.load_run(Path(sys.argv[1]), run, options, None, 4, started=pre.take(run.name))
+profile = loader.load_run(request, None, 4, started=pre.take(request))
 print(len(profile), profile.cache.get("cache_entry") is not None)
 from trntui.analysis.key_averages import key_averages
 print(sum(key_averages(profile).count))
@@ -251,7 +250,6 @@ def test_trntui_open_forks_its_loader_before_textual(corpus_dir, tmp_path):
 
 def _waiting_loader(monkeypatch, tmp_path):
     """The app's loader process is one whose key_averages table waits for the returned flag file (or 60 s)."""
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -259,11 +257,8 @@ def _waiting_loader(monkeypatch, tmp_path):
     root = str(Path(loader.__file__).resolve().parents[2])
     started = []
 
-    def start_waiting(source, run, options, merge=False):
-        boot = _WAITING_LOADER.format(root=root, flag=str(flag))
-        cmd = [sys.executable, "-c", boot, str(source), "--run", run.name, "--options", loader._options_arg(options)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True, encoding="utf-8", errors="replace")
+    def start_waiting(request):
+        proc = loader._spawn([sys.executable, "-c", _WAITING_LOADER.format(root=root, flag=str(flag))], request)
         started.append(proc)
         return proc
 

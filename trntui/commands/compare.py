@@ -70,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
     from trntui.report.compare import json_document, render_csv, render_text
     from trntui.compare_runs import load_runs
 
-    from trntui.session import LoadOptions
+    from trntui.commands.options import load_options
 
     rules = [parse_rule(t) for t in args.fail_if]  # bad rules fail (exit 2) before any loading
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, convert_timeout=args.convert_timeout)
+    options = load_options(args)
     headless = args.no_tui or args.format is not None or bool(rules) or not _is_tty()
     if not headless:
         return launch_compare(args.paths, by_shapes=args.by_shapes, baseline=args.baseline, options=options,

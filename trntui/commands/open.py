@@ -66,15 +66,28 @@ def launch(
 
         parse_steps(steps)  # a malformed spec is a one-line error before the app starts
     require_terminal()
+    from trntui.errors import TrntuiError
+    from trntui.formats import find_runs
+    from trntui.request import Ambiguous, choose
     from trntui.tui.loader import prestart
 
+    # the run is found once, here: the app and its loader process are handed the request (trntui/request.py)
+    runs: list[Any] = []
+    request = None
+    try:
+        runs = find_runs(path, merge=merge)
+        request = choose(path, runs, run, options=options, merge=merge)
+    except Ambiguous:
+        pass  # the app asks which run
+    except TrntuiError:
+        pass  # the app shows the error (a notice, and exit 2 when quit with nothing loaded)
     # a run that needs the loader process gets it now: it decodes while Textual is imported and the app starts
-    prestarted = prestart(path, run, options, merge)
+    prestarted = prestart(request) if request is not None else None
     try:
         from trntui.tui.app import TrntuiApp
 
         app = TrntuiApp(path, run, steps=steps, window=window, load_options=options, merge=merge,
-                        prestarted=prestarted)
+                        prestarted=prestarted, request=request, runs=runs)
         app.run()
     finally:
         if prestarted is not None:
@@ -83,7 +96,7 @@ def launch(
 
 
 def run(args: argparse.Namespace) -> int:
-    from trntui.session import LoadOptions
+    from trntui.commands.options import load_options
 
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, convert_timeout=args.convert_timeout)
+    options = load_options(args)
     return launch(args.path, args.run, steps=args.steps, window=args.window, options=options, merge=args.merge)

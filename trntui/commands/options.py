@@ -195,6 +195,21 @@ def add_memory_budget_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def load_options(args: argparse.Namespace) -> Any:
+    """The command's `LoadOptions`, built once from its load flags (`--memory-budget`, `--convert-timeout`,
+    `--no-cache`, whichever it has) over the documented variables (trntui/settings.py). Every command that loads
+    takes its options from here (a new load option: its flag above, its field in `LoadOptions`, one line here)."""
+    made = getattr(args, "_load_options", None)
+    if made is None:
+        from trntui.loaders.protocol import LoadOptions
+
+        made = LoadOptions.from_env(memory_budget=getattr(args, "memory_budget", None),
+                                    cache=not getattr(args, "no_cache", False),
+                                    convert_timeout=getattr(args, "convert_timeout", None))
+        args._load_options = made
+    return made
+
+
 def add_no_cache_option(p: argparse.ArgumentParser) -> None:
     """`--no-cache` for commands that load traces (trntui/cache.py)."""
     p.add_argument(

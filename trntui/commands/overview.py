@@ -71,13 +71,13 @@ def run(args: argparse.Namespace) -> int:
     from trntui.analysis.overview import overview
     from trntui.errors import LoadError, TrntuiError
     from trntui.progress import finished
-    from trntui.session import LoadOptions, find_runs, load_run
+    from trntui.commands.options import load_options
+    from trntui.session import find_runs, load_run
     from trntui.report.critical_path import overview_section as cp_text
     from trntui.report.overview import json_document, render
     from trntui.textsafe import safe_text
 
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not args.no_cache,
-                                   convert_timeout=args.convert_timeout)
+    options = load_options(args)
     runs = find_runs(Path(args.path))
     many = len(runs) > 1
     docs = []

@@ -188,10 +188,9 @@ def supervise(args: argparse.Namespace) -> int:
     from trntui.capture.devices import require_torch
     from trntui.capture.runner import CaptureResult, VariantResult, _partial, check_out_dir, default_out_dir, stderr_progress
     from trntui.capture.workloads import BUILTINS, source_name
-    from trntui.session import LoadOptions
+    from trntui.commands.options import load_options
 
-    options = LoadOptions.from_env(memory_budget=getattr(args, "memory_budget", None),
-                                   convert_timeout=getattr(args, "convert_timeout", None))  # a bad size fails now
+    options = load_options(args)  # a bad size fails now
     out = Path(os.path.abspath(args.out)) if args.out is not None else Path(os.path.abspath(default_out_dir(source_name(args.workload))))
     check_out_dir(out, args.force)  # fail before anything runs
     require_torch()

@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from trntui.engine import EngineOptions
     from trntui.errors import TrntuiError
-    from trntui.per_rank import summarize_ranks
+    from trntui.per_rank import rank_requests, summarize_ranks
     from trntui.progress import finished, report
     from trntui.report.ranks import check_parquet_out, render, write_parquet
 
@@ -73,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
     engine = EngineOptions(args.engine, args.jobs, args.scheduler)
     path = Path(args.path)
     from trntui.loaders.grouping import groups_of, pick_job
-    from trntui.session import LoadOptions, find_runs
+    from trntui.commands.options import load_options
+    from trntui.session import find_runs
 
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not args.no_cache,
-                                   convert_timeout=args.convert_timeout)
+    options = load_options(args)
     job = pick_job(groups_of(find_runs(path)), path, args.job, args.all)
     name, runs, why = job.name, job.runs, job.reason
     spans = sorted({r.span for r in runs if r.span is not None})
@@ -94,10 +94,9 @@ def run(args: argparse.Namespace) -> int:
         report(f"ranks summarised ({done}/{total})", done, total)
 
     result = summarize_ranks(
-        runs,
+        rank_requests(runs, options, engine),  # the ranks' load requests, made once here, sent to the workers as they are
         engine=engine,
         steps=args.steps,
-        options=options,
         top=args.top,
         k=args.threshold,
         progress=progress,

@@ -53,12 +53,12 @@ def start_decoder(args: argparse.Namespace) -> None:
     decodes while this process imports numpy and the rest (trntui/loaders/kineto/early.py); the load adopts it."""
     from pathlib import Path
 
-    from trntui import memory
+    from trntui.commands.options import load_options as options_of
     from trntui.errors import TrntuiError
     from trntui.loaders.kineto import early
 
     try:
-        budget = memory.resolve(args.memory_budget)  # (what the load's `LoadOptions.from_env(...).budget` gives)
+        budget = options_of(args).budget  # the options the load gets (built once, here: before numpy)
     except TrntuiError:
         return  # the command says what is wrong with the value
     early.start(Path(args.path), budget)
@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     from trntui import prefetch
     from trntui.analysis.sort_keys import normalize_sort_key
     from trntui.errors import LoadError, TrntuiError
-    from trntui.session import LoadOptions, find_runs, load_run
+    from trntui.commands.options import load_options as options_of
+    from trntui.session import find_runs, load_run
     from trntui.progress import finished
 
     # used once a run is loaded: imported beside a forked decoder when the load has one (trntui/prefetch.py)
@@ -88,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise TrntuiError(str(exc)) from None
     limit = None if args.limit is not None and args.limit < 0 else args.limit
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False),
-                                   convert_timeout=args.convert_timeout)
+    options = options_of(args)
     runs = find_runs(Path(args.path), merge=getattr(args, "merge", False))
     many = len(runs) > 1
     docs = []

@@ -30,8 +30,6 @@ class ProfileBuilder:
         self._lazy_links: list[tuple[int, int, Callable[[list[Any]], tuple[np.ndarray, np.ndarray]]]] = []
         self.lane_scope = ""
         """Instance given to lanes that have none (files merged into one profile keep their lanes apart)."""
-        self.memory_budget: int | None = None
-        """Bytes the load may use (trntui/memory.py), for loaders that check before reading; None: no limit."""
 
     # -- interning ----------------------------------------------------------------------------------
     def intern_name(self, name: str) -> int:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from trntui.analysis.key_averages import OpTable
     from trntui.loaders.discover import Run
     from trntui.model.profile import Profile
+    from trntui.request import LoadRequest
 
 LOAD_STAGES = 5
 
@@ -134,9 +135,12 @@ class TrntuiApp(App[None]):
 
     def __init__(
         self, path: str | Path, run: str | None = None, *, steps: str | None = None, window: str | None = None,
-        load_options: Any = None, merge: bool = False, prestarted: Any = None,
+        load_options: Any = None, merge: bool = False, prestarted: Any = None, request: Any = None,
+        runs: "list[Run] | None" = None,
     ) -> None:
         super().__init__()
+        self.request = request
+        """The `LoadRequest` `trntui open` resolved for the first load (None: resolved here, from `path` and `run`)."""
         self.prestarted = prestarted
         """`trntui.tui.loader.Prestarted`: the loader process `trntui open` started for the first run, or None."""
         self.path = Path(path)
@@ -149,7 +153,8 @@ class TrntuiApp(App[None]):
         """`--window 10ms:20ms`: likewise for a time window (relative to the timeline's +0)."""
         self.load_options = load_options
         """`LoadOptions` of the command (memory budget, cache); None: the defaults (trntui/settings.py)."""
-        self.runs: list[Run] = []
+        self.runs: list[Run] = list(runs or [])
+        """The runs under the path, found once (by `trntui open`, else by the first load)."""
         self.run_name: str | None = None
         self.profile: Profile | None = None
         self.table: OpTable | None = None
@@ -247,7 +252,7 @@ class TrntuiApp(App[None]):
     def load(self, path: Path, run_name: str | None, given: "Run | None" = None) -> None:
         """Find, read and analyse one run; posts messages only (never touches widgets)."""
         from trntui.errors import TrntuiError
-        from trntui.progress import Cancelled, reporting
+        from trntui.progress import Cancelled
 
         worker = get_current_worker()
         began = time.perf_counter()
@@ -273,92 +278,34 @@ class TrntuiApp(App[None]):
                 last_post[0] = now
                 self.post_message(LoadProgress(stage, current[0], LOAD_STAGES, done / total if total else None))
 
+        def check() -> None:
+            if worker.is_cancelled:
+                raise Cancelled()
+
         try:
-            from trntui.session import find_runs
-
             stage("finding runs")
-            runs = self.runs if given is not None and self.runs else find_runs(path, merge=self.merge)
-            if run_name is None and len(runs) > 1:
-                self.post_message(RunsFound(runs))
-                return
-            run = runs[0]
-            if given is not None:
-                run = given
-            elif run_name is not None:
-                matches = [r for r in runs if r.name == run_name] or [
-                    r for r in runs if r.name.startswith((f"{run_name}:", f"{run_name}/", f"{run_name} "))
-                ]
-                if len(matches) != 1:
-                    names = ", ".join(r.name for r in runs[:8])
-                    raise TrntuiError(f"{path}: no run named {run_name!r} (runs: {names})")
-                run = matches[0]
-            stage(f"reading {run.name}")
-            from trntui.tui.loader import load_run as load_for_app
+            request = self._request(path, run_name, given)
+            if request is None:
+                return  # several runs and none named: the picker asks (RunsFound)
+            runs = self.runs
+            run = request.run
+            from trntui.tui.loader import open_for_app
             from trntui.tui.widgets.timeline import MAX_SUBROWS
 
-            options = self.load_options
             prestarted, self.prestarted = self.prestarted, None
-            started = prestarted.take(run.name) if prestarted is not None else None
-
-            early: dict[str, Any] = {}
-
-            def prepare(profile: "Profile") -> None:
-                """The timeline's rows, built while the loader process computes the table; then the panes that
-                draw from the profile alone show it (`ProfileShown`), so that only the ops table is left to draw
-                when the table comes."""
-                from trntui.analysis.timeline import display_span, lane_groups
-
-                stage(f"timeline rows of {len(profile):,} events")
-                if len(profile) < BACKGROUND_NESTING_EVENTS:
-                    profile.nesting()
-                lane_groups(profile, MAX_SUBROWS)
-                display_span(profile)
-                try:
-                    early["subset"] = self._subset(profile)
-                except TrntuiError:
-                    return  # (--steps naming no step of this trace) raised again, and shown, once the load is done
-                early["header"] = describe(profile, run.name, path.name)
-                early["profile"] = profile
-                if worker.is_cancelled:
-                    raise Cancelled()
-                self.post_message(ProfileShown(run, profile, early["subset"][1]))
-                stage(f"key_averages over {len(profile):,} events")
-
-            with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
-                # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
-                profile = load_for_app(path, run, options, progress, MAX_SUBROWS, merge=self.merge, started=started,
-                                       prepare=prepare)
-            if worker.is_cancelled:
-                raise Cancelled()
-            prepared = early.get("profile") is profile  # shown early: its rows are built, its table came with it
-            if not prepared:
-                stage(f"key_averages over {len(profile):,} events")
-            from trntui.analysis.key_averages import key_averages
-
-            subset, view, subset_text = early["subset"] if prepared else self._subset(profile)
-            table = key_averages(profile, events=subset)
-            if worker.is_cancelled:
-                raise Cancelled()
-            if not prepared:
-                stage("nesting and timeline rows")
-            from trntui.analysis.timeline import display_span, lane_groups
-            from trntui.tui.widgets.timeline import MAX_SUBROWS
-
-            if len(profile) < BACKGROUND_NESTING_EVENTS:
-                profile.nesting()  # small: sub-rows at once; big: after the first frame (_profile_loaded)
-            lane_groups(profile, MAX_SUBROWS)  # the timeline's rows, built here rather than on the first frame
-            if len(profile) < BACKGROUND_NESTING_EVENTS:
-                from trntui.tui.loader import save_timeline
-
-                save_timeline(profile, MAX_SUBROWS)  # for the next open (when the run is cached)
-            display_span(profile)
-            if worker.is_cancelled:
-                raise Cancelled()
-            header = early["header"] if prepared else describe(profile, run.name, path.name)
+            started = prestarted.take(request) if prestarted is not None else None
+            done = open_for_app(
+                request, progress=progress, check=check, part=self._subset, max_depth=MAX_SUBROWS,
+                background_events=BACKGROUND_NESTING_EVENTS, started=started,
+                stage=stage,
+                describe=lambda profile: describe(profile, run.name, path.name),
+                shown=lambda profile, view: self.post_message(ProfileShown(run, profile, view)),
+            )
             stage("drawing")
             self.post_message(
-                ProfileLoaded(run, runs, profile, table, time.perf_counter() - began, view=view, subset=subset_text,
-                              cpu_seconds=time.thread_time() - began_cpu, header=header)
+                ProfileLoaded(run, runs, done.profile, done.table, time.perf_counter() - began, view=done.view,
+                              subset=done.subset_text, cpu_seconds=time.thread_time() - began_cpu,
+                              header=done.header)
             )
         except Cancelled:
             self.post_message(LoadCancelled())
@@ -366,6 +313,28 @@ class TrntuiApp(App[None]):
             self.post_message(LoadFailed(str(exc)))
         except Exception as exc:  # noqa: BLE001 - a bad file shows a notice, never a traceback
             self.post_message(LoadFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    def _request(self, path: Path, run_name: str | None, given: "Run | None") -> "LoadRequest | None":
+        """The request to load (from the worker thread): the one `trntui open` resolved for the first load, else
+        `given` (a rank from the Ranks screen) or the run named among the runs found once under the path (found
+        now on the first load only); None when there are several and none is named (the picker is asked)."""
+        from trntui.request import Ambiguous, choose, request_for
+
+        ready, self.request = self.request, None
+        options = self.load_options
+        if ready is not None and (run_name is None or run_name == ready.run.name) and given is None:
+            return ready
+        if given is not None:
+            return request_for(path, given, options=options, merge=self.merge)
+        if not self.runs:
+            from trntui.formats import find_runs
+
+            self.runs = find_runs(path, merge=self.merge)
+        try:
+            return choose(path, self.runs, run_name, options=options, merge=self.merge)
+        except Ambiguous:
+            self.post_message(RunsFound(self.runs))
+            return None
 
     def _subset(self, profile: "Profile") -> tuple[np.ndarray | None, tuple[int, int] | None, str]:
         """Events, timeline view and header text for `--steps` / `--window` (None, None, "" without them)."""

@@ -3,8 +3,9 @@ app maps it.
 
 The app loads in a thread, and a process with threads must not fork, so in the app the Kineto decoder would run
 in one process while the CLI decodes in two (trntui/loaders/kineto/parallel.py). For a run the cache takes, the
-app starts `python -m trntui.tui.loader` instead: a fresh single-threaded process that loads the run the way the
-CLI does (two-process decode), writes the cache entry (profile + key_averages table), reports its progress on
+app starts a loader process instead: a fresh single-threaded interpreter that is sent the `LoadRequest` itself
+(trntui/request.py, over its stdin: the run is never looked for again there) and loads it the way the CLI does
+(two-process decode), writes the cache entry (profile + key_averages table), reports its progress on
 stdout and exits. The two are pipelined: as soon as the profile's arrays are in the entry's temporary directory
 the loader says so (`PROFILE_WRITTEN`), the app reads them and builds the timeline's rows while the loader
 computes the key_averages table; once the entry is in place the app takes the table from it. The timeline's nesting and rows,
@@ -18,7 +19,6 @@ This module imports no Textual: the loader process stays light.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,21 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
-    from trntui.loaders.discover import Run
-    from trntui.loaders.protocol import LoadOptions
     from trntui.model.profile import Profile
+    from trntui.request import LoadRequest
 
 NESTING = "timeline_nesting"
 """Derived-array record holding `Profile.nesting()` (parent, depth) beside the cached profile."""
-
-
-def _options_arg(options: "LoadOptions") -> str:
-    return json.dumps({
-        "memory_budget": options.memory_budget,
-        "cache_dir": str(options.cache_dir) if options.cache_dir is not None else None,
-        "cache_min_bytes": options.cache_min_bytes,
-        "convert_timeout": options.convert_timeout,
-    })
 
 
 RESTORED = "timeline_restored"
@@ -89,32 +79,29 @@ def _restore_timeline(profile: "Profile", max_depth: int) -> None:
 
 
 def load_run(
-    path: Path,
-    run: "Run",
-    options: "LoadOptions | None",
+    request: "LoadRequest",
     progress: Callable[[str, int, int], None] | None = None,
     max_depth: int = 4,
-    merge: bool = False,
-    started: subprocess.Popen | None = None,
+    started: "subprocess.Popen | Forked | None" = None,
     prepare: Callable[["Profile"], None] | None = None,
 ) -> "Profile":
-    """`trntui.session.load_run` for the app (`run` was found under `path`): from the cache when it holds the
-    run, through the loader process when the cache takes the run, else in this process. `progress(stage, done,
-    total)` may raise `trntui.progress.Cancelled` to stop (the loader process is killed). `options` None: the
-    defaults (`LoadOptions.from_env()`); `merge`: the run was found with `find_runs(path, merge=True)`;
-    `started`: a loader process already started for this run (`prestart`), followed instead of a new one;
-    `prepare(profile)`: work on the profile (the timeline's rows) done while the loader process computes the
-    table, when the profile comes from a loader process (the returned profile is then the one prepared)."""
+    """`trntui.request.load` for the app: from the cache when it holds the run, through the loader process when
+    the cache takes the run, else in this process. `progress(stage, done, total)` may raise
+    `trntui.progress.Cancelled` to stop (the loader process is killed). `started`: a loader process already
+    started for this request (`prestart`), followed instead of a new one; `prepare(profile)`: work on the
+    profile (the timeline's rows) done while the loader process computes the table, when the profile comes from
+    a loader process (the returned profile is then the one prepared)."""
     from trntui import cache as profile_cache
+    from trntui import request as requests
     from trntui import session
-    from trntui.formats import finish, inputs_of
-    from trntui.loaders.protocol import LoadOptions
+    from trntui.formats import finish
+
+    run, resolved = request.run, request.options.resolved()
 
     def here() -> "Profile":
-        return session.load_run(run) if options is None else session.load_run(run, options)
+        return requests.load(request)
 
-    resolved = (options if options is not None else LoadOptions.from_env()).resolved()
-    inputs = inputs_of(run) if resolved.cache and resolved.cache_dir is not None else None
+    inputs = run.inputs if resolved.cache and resolved.cache_dir is not None else None
     if not inputs or not profile_cache.cacheable(inputs, resolved.cache_min_bytes):
         if started is not None:
             _kill(started)
@@ -137,8 +124,8 @@ def load_run(
             if prepare is not None:
                 prepare(got[0])
 
-        if not _run_loader(path, run, resolved, progress, merge, started, take):
-            return here()  # the loader process could not find or read the run: load it here
+        if not _run_loader(request, progress, started, take):
+            return here()  # the loader process could not start or write the entry: load it here
         if written:
             profile, sums = written[0]
             records = profile_cache.load_records(inputs, resolved.cache_dir, profile, sums)
@@ -151,9 +138,6 @@ def load_run(
     return hit
 
 
-NOT_FOUND = 3
-"""Exit code of the loader process when it cannot find the run (the app then loads it in its own process)."""
-
 ENTRY_WRITTEN = "@entry-written"
 """The loader's last stdout line: the cache entry is in place (the app takes it without waiting for the
 process to finish exiting: a process that held a big profile takes a moment to tear down)."""
@@ -163,23 +147,50 @@ PROFILE_WRITTEN = "@profile-written"
 the entry's temporary directory (`cache.store(on_profile=...)`), before the table is computed."""
 
 
-def _start_loader(source: Path, run: "Run", options: "LoadOptions", merge: bool = False) -> subprocess.Popen | None:
-    """Start the loader process for `run` (under `source`); None when it cannot be started."""
+def _start_loader(request: "LoadRequest") -> subprocess.Popen | None:
+    """Start a fresh loader process for `request` (sent whole on its stdin); None when it cannot be started."""
+
     root = str(Path(__file__).resolve().parents[2])  # this trntui, whether installed or run from a checkout
-    boot = f"import sys; sys.path.insert(0, {root!r}); from trntui.tui.loader import main; sys.exit(main(sys.argv[1:]))"
-    argv = _loader_argv(source, run, options, merge)
-    cmd = [sys.executable, "-c", boot, *argv]
+    boot = f"import sys; sys.path.insert(0, {root!r}); from trntui.tui.loader import child; sys.exit(child())"
+    return _spawn([sys.executable, "-c", boot], request)
+
+
+def _spawn(cmd: list[str], request: "LoadRequest") -> subprocess.Popen | None:
+    """Run `cmd` (a Python that calls `child()`) in its own session and send it `request` on its stdin, as
+    `multiprocessing` sends a task to a worker (pickled by the standard connection: the loader trusts only its
+    parent, which wrote the pipe); None when it cannot be started."""
+    from multiprocessing.connection import Connection
+
+    read, write = os.pipe()
     try:
-        return subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=read,
             start_new_session=True, text=True, encoding="utf-8", errors="replace",
         )
     except OSError:
+        os.close(write)
         return None
+    finally:
+        os.close(read)
+    conn = Connection(write, readable=False)
+    try:
+        conn.send(request)  # a few kB: fits the pipe; a loader that died first makes this a BrokenPipeError
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    return proc
 
 
-def _loader_argv(source: Path, run: "Run", options: "LoadOptions", merge: bool) -> list[str]:
-    return [str(source), "--run", run.name, "--options", _options_arg(options), *(["--merge"] if merge else [])]
+def child() -> int:
+    """The loader process started by `_start_loader`: take the request from stdin, then `main(request)`."""
+    from multiprocessing.connection import Connection
+
+    try:
+        request = Connection(0, writable=False).recv()
+    except (OSError, EOFError):
+        return 1
+    return main(request)
 
 
 def _single_threaded() -> bool:
@@ -228,7 +239,7 @@ class Forked:
         return out, err
 
 
-def _fork_loader(argv: list[str]) -> Forked | None:
+def _fork_loader(request: "LoadRequest") -> Forked | None:
     """Fork this (single-threaded) process into the loader process; None where that is not possible."""
     if not hasattr(os, "fork") or not _single_threaded():
         return None
@@ -257,7 +268,7 @@ def _fork_loader(argv: list[str]) -> Forked | None:
             os.dup2(err_w, 2)
             sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
-            code = main(argv)
+            code = main(request)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 - a failure here is the app's "load it yourself", never a traceback upstairs
@@ -274,16 +285,16 @@ def _fork_loader(argv: list[str]) -> Forked | None:
 
 
 def _run_loader(
-    source: Path, run: "Run", options: "LoadOptions", progress: Callable[[str, int, int], None] | None,
-    merge: bool = False, started: subprocess.Popen | None = None, written: Callable[[str], None] | None = None,
+    request: "LoadRequest", progress: Callable[[str, int, int], None] | None,
+    started: "subprocess.Popen | Forked | None" = None, written: Callable[[str], None] | None = None,
 ) -> bool:
-    """Start the loader process for `run` (under `source`), or take the one already `started` for it, and follow
-    it to the end (`written(name)` when it says the profile is in the temporary directory `name`). True when it
+    """Start the loader process for `request`, or take the one already `started` for it, and follow it to the
+    end (`written(name)` when it says the profile is in the temporary directory `name`). True when it
     wrote the cache; its one-line error about the input (exit 2) becomes a TrntuiError; any other failure is
     False."""
     from trntui.errors import TrntuiError
 
-    proc = started if started is not None else _start_loader(source, run, options, merge)
+    proc = started if started is not None else _start_loader(request)
     if proc is None:
         return False
     try:
@@ -307,7 +318,7 @@ def _run_loader(
         raise
     if code == 2:
         lines = [ln for ln in err.splitlines() if ln.strip()]
-        raise TrntuiError(lines[-1] if lines else f"{source}: could not be read")
+        raise TrntuiError(lines[-1] if lines else f"{request.path}: could not be read")
     return code == 0
 
 
@@ -362,14 +373,18 @@ class Prestarted:
     """A loader process `trntui open` started before the app imported Textual (`prestart`), for the app's
     first load to follow instead of starting its own: the decode overlaps the app's start-up."""
 
-    def __init__(self, run_name: str, proc: subprocess.Popen) -> None:
-        self.run_name = run_name
+    def __init__(self, request: "LoadRequest", proc: "subprocess.Popen | Forked") -> None:
+        self.request = request
         self.proc = proc
 
-    def take(self, run_name: str) -> subprocess.Popen | None:
-        """The process, once, when it loads `run_name` (else None, and it is stopped)."""
+    @property
+    def run_name(self) -> str:
+        return self.request.run.name
+
+    def take(self, request: "LoadRequest") -> "subprocess.Popen | Forked | None":
+        """The process, once, when it loads `request` (else None, and it is stopped)."""
         proc, self.proc = self.proc, None
-        if proc is not None and run_name != self.run_name:
+        if proc is not None and request != self.request:
             _kill(proc)
             return None
         return proc
@@ -381,33 +396,25 @@ class Prestarted:
             _kill(proc)
 
 
-def prestart(path: Path, run_name: str | None, options: "LoadOptions | None", merge: bool = False) -> Prestarted | None:
-    """Start the loader process for the run `trntui open PATH` will show, when that run is known without asking
-    (one run, or `--run` names it), the cache takes it and holds no entry for it yet (then the app would start
-    the same process itself, after its own start-up). None otherwise, and on any doubt."""
+def prestart(request: "LoadRequest") -> Prestarted | None:
+    """Start the loader process for the request `trntui open PATH` resolved (one run, or `--run` named it), when
+    the cache takes the run and holds no entry for it yet (then the app would start the same process itself,
+    after its own start-up). None otherwise, and on any doubt."""
     from trntui import cache as profile_cache
-    from trntui.formats import inputs_of
-    from trntui.loaders.protocol import LoadOptions
-    from trntui.session import find_runs
 
     try:
-        resolved = (options if options is not None else LoadOptions.from_env()).resolved()
+        resolved = request.options.resolved()
         if not resolved.cache or resolved.cache_dir is None:
             return None
-        runs = find_runs(path, merge=merge)
-        chosen = [r for r in runs if r.name == run_name] if run_name is not None else runs
-        if len(chosen) != 1:
-            return None
-        run = chosen[0]
-        inputs = inputs_of(run)
+        inputs = request.run.inputs
         if not inputs or not profile_cache.cacheable(inputs, resolved.cache_min_bytes):
             return None
         if os.path.lexists(profile_cache.entry_dir(inputs, resolved.cache_dir)):
             return None  # an entry (maybe stale): the app decides
     except Exception:  # noqa: BLE001 - only a head start: the app finds and reports any problem itself
         return None
-    proc = _fork_loader(_loader_argv(path, run, resolved, merge)) or _start_loader(path, run, resolved, merge)
-    return Prestarted(run.name, proc) if proc is not None else None
+    proc = _fork_loader(request) or _start_loader(request)
+    return Prestarted(request, proc) if proc is not None else None
 
 
 def _kill(proc: "subprocess.Popen | Forked") -> None:
@@ -419,25 +426,16 @@ def _kill(proc: "subprocess.Popen | Forked") -> None:
     proc.wait()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The loader process: load one run like the CLI, write the cache, report on stdout."""
-    import argparse
+def main(request: "LoadRequest") -> int:
+    """The loader process: load the request's run like the CLI, write the cache, report on stdout."""
     import time
 
     from trntui.settings import numpy_with_one_blas_thread
 
     numpy_with_one_blas_thread()  # as the CLI does: OpenBLAS's start-up threads would take the decoder's core
+    from trntui import request as requests
     from trntui.errors import TrntuiError
-    from trntui.loaders.protocol import LoadOptions
-    from trntui.session import find_runs, load_run as session_load
 
-    parser = argparse.ArgumentParser(description="Load a run into the parsed-profile cache (used by trntui open).")
-    parser.add_argument("path")
-    parser.add_argument("--run", required=True)
-    parser.add_argument("--options", required=True)
-    parser.add_argument("--merge", action="store_true")
-    args = parser.parse_args(argv)
-    raw = json.loads(args.options)
     last = [0.0]
 
     def report(stage: str, done: int, total: int) -> None:
@@ -446,19 +444,9 @@ def main(argv: list[str] | None = None) -> int:
             last[0] = now
             print(f"{stage}\t{done}\t{total}", flush=True)
 
-    options = LoadOptions(
-        memory_budget=raw["memory_budget"],
-        cache=True,
-        cache_dir=Path(raw["cache_dir"]) if raw["cache_dir"] else None,
-        cache_min_bytes=int(raw["cache_min_bytes"]),
-        progress=report,
-        convert_timeout=raw["convert_timeout"],
-    )
     try:
-        runs = [r for r in find_runs(Path(args.path), merge=args.merge) if r.name == args.run]
-        if len(runs) != 1:
-            return NOT_FOUND
-        profile = session_load(runs[0], options, on_profile=lambda d: print(f"{PROFILE_WRITTEN}\t{d.name}", flush=True))
+        profile = requests.load(request.with_options(cache=True), progress=report,
+                                on_profile=lambda d: print(f"{PROFILE_WRITTEN}\t{d.name}", flush=True))
         if profile.cache.get("cache_entry") is not None:
             print(ENTRY_WRITTEN, flush=True)
     except TrntuiError as exc:
@@ -469,5 +457,77 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+class AppLoad:
+    """What the app's load worker posts of a loaded request (`open_for_app`)."""
+
+    def __init__(self, profile: "Profile", table: Any, part: tuple[Any, Any, str], header: str, early: bool) -> None:
+        self.profile, self.table, self.header, self.early = profile, table, header, early
+        self.subset, self.view, self.subset_text = part
+
+
+def open_for_app(
+    request: "LoadRequest",
+    *,
+    progress: Callable[[str, int, int], None],
+    stage: Callable[[str], None],
+    check: Callable[[], None],
+    part: Callable[["Profile"], tuple[Any, Any, str]],
+    describe: Callable[["Profile"], str],
+    shown: Callable[["Profile", Any], None],
+    max_depth: int,
+    background_events: int,
+    started: "subprocess.Popen | Forked | None" = None,
+) -> AppLoad:
+    """The app's whole load of one request, Textual-free (the worker only posts what this calls back):
+    the run read (`load_run`: the cache, a loader process or this process), the `--steps`/`--window` part
+    (`part(profile)` -> events, view, header text), its key_averages table, the timeline's nesting and rows,
+    the header line (`describe`). `stage(text)`: the next stage to show (the app counts them); `check()`:
+    raises `Cancelled` when the user cancelled; `shown(profile, view)`: the profile is ready for the panes that need no table (called
+    while a loader process computes the table); `progress`: the loader's progress callback."""
+    from trntui.analysis.key_averages import key_averages
+    from trntui.analysis.timeline import display_span, lane_groups
+    from trntui.errors import TrntuiError
+    from trntui.progress import reporting
+
+    early: dict[str, Any] = {}
+
+    def prepare(profile: "Profile") -> None:
+        """The timeline's rows, built while the loader process computes the table; then the panes that draw
+        from the profile alone show it (`shown`), so that only the ops table is left to draw when the table
+        comes."""
+        stage(f"timeline rows of {len(profile):,} events")
+        if len(profile) < background_events:
+            profile.nesting()
+        lane_groups(profile, max_depth)
+        display_span(profile)
+        try:
+            early["part"] = part(profile)
+        except TrntuiError:
+            return  # (--steps naming no step of this trace) raised again, and shown, once the load is done
+        early["header"] = describe(profile)
+        early["profile"] = profile
+        check()
+        shown(profile, early["part"][1])
+        stage(f"key_averages over {len(profile):,} events")
+
+    stage(f"reading {request.run.name}")
+    with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
+        # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
+        profile = load_run(request, progress, max_depth, started=started, prepare=prepare)
+    check()
+    prepared = early.get("profile") is profile  # shown early: its rows are built, its table came with it
+    if not prepared:
+        stage(f"key_averages over {len(profile):,} events")
+    chosen = early["part"] if prepared else part(profile)
+    table = key_averages(profile, events=chosen[0])
+    check()
+    if not prepared:
+        stage("nesting and timeline rows")
+    if len(profile) < background_events:
+        profile.nesting()  # small: sub-rows at once; big: after the first frame (the app's own worker)
+    lane_groups(profile, max_depth)  # the timeline's rows, built here rather than on the first frame
+    if len(profile) < background_events:
+        save_timeline(profile, max_depth)  # for the next open (when the run is cached)
+    display_span(profile)
+    check()
+    return AppLoad(profile, table, chosen, early["header"] if prepared else describe(profile), prepared)

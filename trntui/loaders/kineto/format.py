@@ -23,7 +23,6 @@ def load_traces(traces: list[Path], builder: ProfileBuilder, options: LoadOption
     from trntui.loaders.kineto.load import load_kineto_into  # the decoder: imported when something is read
 
     budget = options.budget
-    builder.memory_budget = budget
     failures: list[LoadError] = []
 
     def left() -> int | None:

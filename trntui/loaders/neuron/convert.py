@@ -375,7 +375,7 @@ def _rebase(route: Route, old: Path, new: Path) -> Route:
 
 
 def load_converted(source: Any, builder: Any, *, cache_dir: Path | None, has_framework: bool,
-                   timeout: float | None = DEFAULT_TIMEOUT_S) -> None:
+                   timeout: float | None = DEFAULT_TIMEOUT_S, budget: int | None = None) -> None:
     """Load a raw session (`NeuronSource`): convert it (or reuse the cached conversion) and read the export.
     When that is impossible (no tool, a failure, the time limit) trace.json loads alone with one note naming
     the command to run by hand; with no trace.json either, a one-line `LoadError`."""
@@ -396,7 +396,8 @@ def load_converted(source: Any, builder: Any, *, cache_dir: Path | None, has_fra
             builder.meta.notes.append(msg)
             return
         raise LoadError(session_dir, msg.split(": ", 1)[1]) from None
-    kwargs = dict(pid_filter=source.pid, label=f"{session_dir.name} (converted)", instance_hint=source.instance)
+    kwargs = dict(pid_filter=source.pid, label=f"{session_dir.name} (converted)", instance_hint=source.instance,
+                  budget=budget)
     if fmt == "parquet":
         load_parquet_export(path, builder, **kwargs)
     else:

@@ -22,7 +22,8 @@ def load_source(source: NeuronSource, builder: ProfileBuilder, options: LoadOpti
     from trntui.loaders.neuron.discover import read_mapping
 
     if source.export is not None:
-        kwargs = dict(pid_filter=source.pid, label=source.export.name, instance_hint=source.instance)
+        kwargs = dict(pid_filter=source.pid, label=source.export.name, instance_hint=source.instance,
+                      budget=options.budget)
         if source.export_format == "parquet":
             from trntui.loaders.neuron.parquet import load_parquet_export
 
@@ -35,7 +36,7 @@ def load_source(source: NeuronSource, builder: ProfileBuilder, options: LoadOpti
         from trntui.loaders.neuron.convert import load_converted
 
         load_converted(source, builder, cache_dir=options.cache_dir, has_framework=has_framework,
-                       timeout=options.convert_timeout)
+                       timeout=options.convert_timeout, budget=options.budget)
     if source.mappings:
         rows = [r for p in source.mappings for r in read_mapping(p)]
         builder.meta.trace_meta.setdefault("neuron_mapping", []).extend(rows)

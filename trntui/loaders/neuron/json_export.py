@@ -149,11 +149,12 @@ def load_json_export(
     pid_filter: int | None = None,
     label: str | None = None,
     instance_hint: str = "",
+    budget: int | None = None,
 ) -> dict[str, int]:
-    """Add the JSON export's system-trace events to `builder`."""
+    """Add the JSON export's system-trace events to `builder`; `budget`: bytes the whole load may use
+    (`LoadOptions.budget`; None: no limit), what the builder holds already included."""
     path = Path(path)
     label = label or path.name
-    budget = getattr(builder, "memory_budget", None)
     rows, meta = read_json_rows(path, None if budget is None else budget - builder.nbytes)
     builder.meta.sources.append(str(path))
     info: dict[str, Any] = {"export": str(path), "format": "json"}

@@ -598,11 +598,10 @@ _TEXT_BYTES_PER_ROW = 256
 """String bytes per row that `memory.NEURON_BYTES_PER_ROW` already covers (names, sources, attribute JSON)."""
 
 
-def _check_budget(directory: Path, builder: ProfileBuilder) -> None:
+def _check_budget(directory: Path, builder: ProfileBuilder, budget: int | None) -> None:
     """Refuse the export, before reading it, when it cannot fit: its rows (from the Parquet footers) and the
     real decoded size of its text columns (`_text_bytes`: a dictionary-encoded value shared by many rows is
     counted once per row, as the read materialises it)."""
-    budget = getattr(builder, "memory_budget", None)
     if budget is None:
         return
     from trntui import memory
@@ -631,12 +630,14 @@ def load_parquet_export(
     pid_filter: int | None = None,
     label: str | None = None,
     instance_hint: str = "",
+    budget: int | None = None,
 ) -> dict[str, int]:
-    """Add the export's system-trace events and companion tables to `builder`."""
+    """Add the export's system-trace events and companion tables to `builder`; `budget`: bytes the whole load may
+    use (`LoadOptions.budget`; None: no limit), refused before reading when the export cannot fit."""
     directory = Path(directory)
     label = label or directory.name
     meta = builder.meta
-    _check_budget(directory, builder)
+    _check_budget(directory, builder, budget)
     rows = read_system_rows(directory)
     meta.sources.append(str(directory))
     info: dict[str, Any] = {"export": str(directory), "format": "parquet"}
