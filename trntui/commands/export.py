@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.errors import TrntuiError
     from trntui.progress import finished
     from trntui.query.load import load_runs
-    from trntui.session import LoadOptions
+    from trntui.commands.options import load_options
     from trntui.textsafe import safe_text
 
     from trntui import fsio
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         fsio.check_target(target, force=args.force)  # before the load
     elif Path(target).exists() and not Path(target).is_dir():
         raise TrntuiError(f"{safe_text(target)}: not a directory")
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False))
+    options = load_options(args)
     runs = load_runs(args.path, options, merge=getattr(args, "merge", False))
     finished()
     if kind == "parquet":

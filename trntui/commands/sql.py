@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from trntui.progress import finished
     from trntui.query.database import Database
     from trntui.query.load import load_runs
-    from trntui.session import LoadOptions
+    from trntui.commands.options import load_options
 
     if args.format == "parquet" and not args.out:
         raise TrntuiError("--format parquet writes a file: give --out FILE")
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         from trntui import fsio
 
         fsio.check_target(args.out, force=args.force)  # before the load: a link or a user's file is refused now
-    options = LoadOptions.from_env(memory_budget=args.memory_budget, cache=not getattr(args, "no_cache", False))
+    options = load_options(args)
     runs = load_runs(args.path, options, merge=getattr(args, "merge", False))
     finished()
     with Database.of(runs, allow_files=args.allow_files) as db:
