@@ -248,3 +248,204 @@ def test_export_refuses_links_and_replaces_only_with_force(corpus_dir: Path, tmp
     out.write_text("mine")
     line = one_error(*run_cli(capsys, "export", _trace(corpus_dir), "--to", "chrome-trace", str(out)))
     assert "--force" in line and out.read_text() == "mine"
+
+
+# ------------------------------------------------------------------------------------------- class 3: hangs
+
+REPO = Path(__file__).resolve().parents[1]
+NEURON = REPO / "sample_profiles" / "neuron"
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_fifo_trace_file_is_one_line_at_once(tmp_path: Path, capsys) -> None:
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    with returns_within():
+        line = one_error(*run_cli(capsys, "summary", str(fifo)))
+    assert "trace.json" in line and ("FIFO" in line or "not a regular file" in line)
+    with returns_within():
+        from trntui.loaders.files import open_trace
+
+        with pytest.raises(fsio.FileRefused, match="FIFO"):
+            open_trace(fifo)
+
+
+@pytest.mark.parametrize("command", ["summary", "overview"])
+def test_a_fifo_among_a_neuron_exports_parquet_files_never_hangs(command, tmp_path: Path, capsys) -> None:
+    export = _copy(NEURON / "naive" / "explorer_parquet", tmp_path / "export")
+    os.mkfifo(export / "Junk.parquet")  # not a table trntui reads: never opened (the budget check opened it)
+    with returns_within():
+        rc, out, err = run_cli(capsys, command, str(export), "--memory-budget", "4G")
+    assert rc == 0, err
+    (export / "CpuUsage.parquet").unlink()
+    os.mkfifo(export / "CpuUsage.parquet")  # a table it reads: one line naming it
+    with returns_within():
+        line = one_error(*run_cli(capsys, command, str(export), "--memory-budget", "4G"))
+    assert "CpuUsage.parquet" in line and "FIFO" in line
+
+
+def test_a_fifo_in_a_device_export_never_hangs(tmp_path: Path, capsys) -> None:
+    pdir = _copy(NEURON / "device" / "naive", tmp_path / "naive")
+    [session] = [p for p in pdir.iterdir() if p.is_dir()]
+    os.mkfifo(session / "Instruction_1.parquet")  # a split part of the Instruction table
+    with returns_within():
+        line = one_error(*run_cli(capsys, "device", str(pdir)))
+    assert "Instruction_1.parquet" in line and "FIFO" in line
+
+
+@pytest.mark.cluster
+def test_a_rank_summary_cache_entry_replaced_by_a_fifo_never_hangs(job2: Path, tmp_path: Path, capsys,
+                                                                    monkeypatch) -> None:
+    monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "cache"))
+    rc, first, err = run_cli(capsys, "ranks", str(job2), "--format", "csv", "--jobs", "1")
+    assert rc == 0, err
+    entries = sorted((tmp_path / "cache" / "rank-summaries").glob("*.json"))
+    assert len(entries) == 2
+    entries[0].unlink()
+    os.mkfifo(entries[0])
+    entries[1].unlink()
+    entries[1].symlink_to("/dev/zero")
+    with returns_within(60):
+        rc, again, err = run_cli(capsys, "ranks", str(job2), "--format", "csv", "--jobs", "1")
+    assert rc == 0, err
+    assert [ln.split(",")[:3] for ln in again.splitlines()] == [ln.split(",")[:3] for ln in first.splitlines()]
+    assert all(e.is_file() and not e.is_symlink() for e in entries)  # the entries were written again, as files
+
+
+@pytest.mark.cluster
+def test_a_dask_scheduler_that_never_answers_times_out_in_one_line(job2: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # accepts TCP (the kernel completes the handshake), never says a word
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+        proc = subprocess.run([sys.executable, "-m", "trntui.cli", "ranks", str(job2), "--engine", "dask",
+                               "--scheduler", address], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trntui: error: cannot reach the Dask scheduler at " + address)
+    assert "no answer within" in lines[0]
+
+
+# ---------------------------------------------------------------------- classes 3 and 7: the converter's output
+
+EXTRA_TOOL = """
+extra = os.environ.get("FAKE_EXTRA", "")
+if extra == "fifo-link":  # CpuUsage.parquet -> a FIFO outside the export
+    (out / "CpuUsage.parquet").unlink()
+    os.mkfifo(out.parent / "pipe")
+    os.symlink(out.parent / "pipe", out / "CpuUsage.parquet")
+elif extra == "fifo":
+    (out / "CpuUsage.parquet").unlink()
+    os.mkfifo(out / "CpuUsage.parquet")
+elif extra == "links":  # links out of the cache
+    os.symlink("/", out / "root")
+    os.symlink("/dev/zero", out / "zero.parquet")
+elif extra == "big":
+    with open(out / "Big.parquet", "wb") as fh:
+        fh.truncate(3 << 20)
+elif extra == "chatty":
+    sys.stdout.write("x" * (3 << 20))
+    sys.stdout.flush()
+    time.sleep(60)
+"""
+
+
+@pytest.fixture
+def hostile_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import stat as _stat
+    import sys
+
+    from tests import test_neuron_convert as tnc
+    from trntui.loaders.neuron import convert as neuron_convert
+
+    def install(extra: str) -> Path:
+        bindir = tmp_path / "bin"
+        bindir.mkdir(exist_ok=True)
+        exe = bindir / "neuron-explorer"
+        exe.write_text(tnc.FAKE_TOOL.format(python=sys.executable, script=str(REPO / "scripts" / "make_neuron_samples.py"),
+                                            pid=tnc.PID) + EXTRA_TOOL)
+        exe.chmod(exe.stat().st_mode | _stat.S_IXUSR)
+        monkeypatch.setenv("PATH", str(bindir) + os.pathsep + os.path.dirname(sys.executable))
+        monkeypatch.setattr(neuron_convert, "EXTRA_PATHS", ())
+        monkeypatch.setenv("TRNTUI_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("FAKE_NEURON_LOG", str(tmp_path / "calls.log"))
+        monkeypatch.setenv("FAKE_MODE", "ok")
+        monkeypatch.setenv("FAKE_HELP", tnc.FULL_HELP)
+        monkeypatch.setenv("FAKE_CHILD_PID", str(tmp_path / "child.pid"))
+        monkeypatch.setenv("FAKE_EXTRA", extra)
+        return tnc._raw_capture(tmp_path)
+
+    return install
+
+
+def _cache_entries(tmp_path: Path) -> list[Path]:
+    cache = tmp_path / "cache" / "neuron"
+    return [p for p in cache.iterdir() if not p.name.startswith(".")] if cache.is_dir() else []
+
+
+def _no_links_or_specials(root: Path) -> None:
+    for p in root.rglob("*"):
+        assert not p.is_symlink() and (p.is_dir() or p.is_file()), p
+
+
+@pytest.mark.parametrize("extra", ["fifo-link", "fifo"])
+def test_a_converter_output_that_is_a_fifo_never_hangs(extra, hostile_tool, tmp_path: Path, capsys) -> None:
+    root = hostile_tool(extra)
+    with returns_within(60):
+        rc, out, err = run_cli(capsys, "summary", str(root))
+    assert rc == 0, err  # the framework trace alone, with the note naming why the conversion was refused
+    assert "CpuUsage.parquet" in out and ("symbolic link" in out or "FIFO" in out)
+    assert _cache_entries(tmp_path) == []  # nothing of it was kept
+    assert not any(p.name.startswith(".") for p in (tmp_path / "cache" / "neuron").iterdir())  # scratch removed
+
+
+def test_the_conversion_cache_refuses_links_out_of_it(hostile_tool, tmp_path: Path, capsys) -> None:
+    root = hostile_tool("links")
+    with returns_within(60):
+        rc, out, err = run_cli(capsys, "summary", str(root))
+    assert rc == 0, err
+    assert "symbolic link" in out and ("root" in out or "zero.parquet" in out)
+    assert _cache_entries(tmp_path) == []
+
+
+def test_the_conversion_cache_keeps_regular_bounded_files_only(hostile_tool, tmp_path: Path, capsys,
+                                                               monkeypatch) -> None:
+    from trntui.loaders.neuron import convert as neuron_convert
+
+    monkeypatch.setattr(neuron_convert, "FILE_LIMIT", 2 << 20)
+    root = hostile_tool("big")
+    with returns_within(60):
+        rc, out, err = run_cli(capsys, "summary", str(root))
+    assert rc == 0, err
+    assert "Big.parquet" in out and "more than" in out
+    assert _cache_entries(tmp_path) == []
+    monkeypatch.setattr(neuron_convert, "FILE_LIMIT", 32 << 30)
+    monkeypatch.setenv("FAKE_EXTRA", "")
+    rc, out, err = run_cli(capsys, "summary", str(root))
+    assert rc == 0, err
+    [entry] = _cache_entries(tmp_path)
+    _no_links_or_specials(entry)
+    assert (entry / "convert.log").stat().st_size <= neuron_convert.LOG_KEEP
+
+
+def test_a_converter_log_is_bounded(hostile_tool, tmp_path: Path, capsys, monkeypatch) -> None:
+    from trntui.loaders.neuron import convert as neuron_convert
+
+    monkeypatch.setattr(neuron_convert, "LOG_LIMIT", 1 << 20)
+    root = hostile_tool("chatty")
+    with returns_within(60):
+        rc, out, err = run_cli(capsys, "summary", str(root))
+    assert rc == 0, err
+    assert "wrote more than 1 MiB of output" in out
+    assert _cache_entries(tmp_path) == []

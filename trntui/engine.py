@@ -274,6 +274,33 @@ def _run_pool(fn: Callable, items: list, workers: int, cancelled: Callable[[], b
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+SCHEDULER_TIMEOUT_S = 5.0
+"""How long a Dask scheduler has to answer the comm handshake (`_probe_scheduler`) and the Client's connect."""
+
+
+def _probe_scheduler(address: str, seconds: float) -> None:
+    """Open one Dask comm to `address` and close it, within `seconds` in all (handshake included), on an event
+    loop of its own; else one line. `Client(timeout=...)` does not bound the handshake: a port that accepts TCP
+    and never answers (a wrong service, a hung scheduler) kept it waiting for ever (issue 28 class 3)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def probe() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=seconds), seconds + 1)
+        await comm.close()
+
+    try:
+        asyncio.run(probe())
+    except (asyncio.TimeoutError, TimeoutError):
+        raise TrntuiError(f"cannot reach the Dask scheduler at {address}: no answer within {seconds + 1:g} s (is it a "
+                          "Dask scheduler?)") from None
+    except OSError as exc:
+        raise TrntuiError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise TrntuiError(f"bad --scheduler {address!r}: {exc} (e.g. tcp://10.0.0.5:8786)") from None
+
+
 def _run_dask(fn: Callable, items: list, options: EngineOptions,
               cancelled: Callable[[], bool] | None) -> Iterator[tuple[int, Any]]:
     try:
@@ -292,8 +319,9 @@ def _run_dask(fn: Callable, items: list, options: EngineOptions,
                     parse_host_port(where)
             except (ValueError, TypeError) as exc:
                 raise TrntuiError(f"bad --scheduler {options.scheduler!r}: {exc} (e.g. tcp://10.0.0.5:8786)") from None
+            _probe_scheduler(options.scheduler, SCHEDULER_TIMEOUT_S)
             try:
-                client = Client(options.scheduler, timeout="5s")
+                client = Client(options.scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
             except (OSError, TimeoutError) as exc:
                 raise TrntuiError(f"cannot reach the Dask scheduler at {options.scheduler}: {exc}") from None
             except (ValueError, TypeError) as exc:  # not an address: 'foo', 'tcp://host' without a port

@@ -18,7 +18,7 @@ The rules (issue 28, classes 1-3 and 7):
 - **Copy only regular files, bounded** (`copy_regular`, `copy_tree`): symbolic links and special files are
   refused and named, sizes are capped.
 
-Errors are `FileRefused` (a `TrntuiError`: one line, `path: problem`), `FileExists` when the only problem is an
+Errors are `FileRefused` (a `LoadError`, so a `TrntuiError`: one line, `path: problem`), `FileExists` when the only problem is an
 existing file that `force` (or a confirmation in the app) would replace. No Textual import: this is the core.
 """
 
@@ -27,12 +27,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from trntui.errors import TrntuiError
+from trntui.errors import LoadError
 
 PathLike = "str | os.PathLike[str]"
 
@@ -42,13 +41,9 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
 
-class FileRefused(TrntuiError):
-    """A file trntui will not open, write, copy or remove; the message is one line: `path: problem`."""
-
-    def __init__(self, path: object, problem: str) -> None:
-        self.path = str(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}")
+class FileRefused(LoadError):
+    """A file trntui will not open, write, copy or remove; the message is one line: `path: problem`. A
+    `LoadError` (so a reader's callers treat a refused input like any unreadable one), hence a `TrntuiError`."""
 
 
 class FileExists(FileRefused):
@@ -103,6 +98,14 @@ def check_regular(path: PathLike, *, follow_symlinks: bool = True, budget: int |
     if budget is not None and st.st_size > budget:
         raise FileRefused(path, f"is {_size(st.st_size)}, more than the {_size(budget)} allowed")
     return st
+
+
+def is_regular(path: PathLike, *, follow_symlinks: bool = True) -> bool:
+    """Whether `path` is a regular file (never blocks: a `stat`, no open)."""
+    try:
+        return stat.S_ISREG(os.stat(path, follow_symlinks=follow_symlinks).st_mode)
+    except OSError:
+        return False
 
 
 def open_regular(path: PathLike, *, follow_symlinks: bool = True, budget: int | None = None,
@@ -240,6 +243,8 @@ def replacing(path: PathLike, *, force: bool = False, hint: str = "pass --force 
     check_target(target, force=force, hint=hint)
     if not parent.is_dir():
         raise FileRefused(target, f"{parent} is not a directory")
+    import tempfile
+
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:80]}.", suffix=".trntui-tmp", dir=parent)
     except OSError as exc:
@@ -309,6 +314,17 @@ def open_replacing(path: PathLike, mode: str = "w", *, force: bool = False, enco
                     yield f
         except OSError as exc:
             raise FileRefused(path, f"cannot write: {_strerror(exc)}") from None
+
+
+def create_new(path: PathLike) -> BinaryIO:
+    """A new file opened for binary writing: `O_CREAT|O_EXCL|O_NOFOLLOW`, so it is one trntui just made (never an
+    existing file, never through a link). For files in trntui's own fresh directories (a converter's log)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        raise FileRefused(path, f"cannot create: {_strerror(exc)}") from None
+    return os.fdopen(fd, "wb")
 
 
 # ------------------------------------------------------------------------------------------------ removing
@@ -455,27 +471,43 @@ def walk_files(root: PathLike, *, max_entries: int = 1_000_000) -> Iterator[tupl
                 yield r, e
 
 
-def copy_tree(src: PathLike, dst: PathLike, *, file_limit: int, total_limit: int,
-              max_entries: int = 100_000) -> tuple[int, list[str]]:
+def copy_tree(src: PathLike, dst: PathLike, *, file_limit: int, total_limit: int, max_entries: int = 100_000,
+              move: bool = False, skip: Callable[[str], bool] | None = None) -> tuple[int, list[str]]:
     """Copy the regular files under `src` into a new directory tree `dst` (bounded: each file `file_limit`,
-    all of them `total_limit`, `max_entries` entries). Symbolic links and special files are not copied: they are
-    returned, as relative paths with what they are, for the caller to report. Returns (bytes copied, refused)."""
+    all of them `total_limit`, `max_entries` entries; past a bound, `FileRefused` naming the file). Symbolic
+    links and special files are not copied: they are returned, as relative paths with what they are, for the
+    caller to report. `move`: rename each regular file instead (same file system: nothing is duplicated; a copy
+    when it is not). `skip(rel)`: relative paths left out on purpose. Returns (bytes kept, refused)."""
     total = 0
     refused: list[str] = []
     ensure_dir(dst)
     for rel, entry in walk_files(src, max_entries=max_entries):
-        if entry.is_symlink():
-            refused.append(f"{rel} (a symbolic link)")
+        if skip is not None and skip(rel):
             continue
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            st = entry.stat(follow_symlinks=False)
         except OSError as exc:
             refused.append(f"{rel} ({_strerror(exc)})")
             continue
-        if not stat.S_ISREG(mode):
-            refused.append(f"{rel} ({kind_of(mode)})")
+        if not stat.S_ISREG(st.st_mode):
+            refused.append(f"{rel} ({kind_of(st.st_mode)})")
             continue
+        limit = min(file_limit, max(0, total_limit - total))
+        if st.st_size > limit:
+            which = "each file" if limit == file_limit else "all files together"
+            raise FileRefused(entry.path, f"is {_size(st.st_size)}: more than the {_size(limit)} allowed "
+                                          f"({which})")
         target = Path(dst) / rel
         ensure_dir(target.parent)
-        total += copy_regular(entry.path, target, limit=min(file_limit, max(0, total_limit - total)))
+        if move:
+            try:
+                if os.path.lexists(target):
+                    raise FileRefused(target, "exists")
+                os.rename(entry.path, target)
+                total += st.st_size
+                continue
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise FileRefused(entry.path, f"cannot move: {_strerror(exc)}") from None
+        total += copy_regular(entry.path, target, limit=limit)
     return total, refused

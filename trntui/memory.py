@@ -128,8 +128,10 @@ def json_size(path: Path) -> int:
     a HINT (the trailer is written by whoever wrote the file, and may lie): a big hint sends the load to the
     streamed path at once; a small one is never trusted for memory, the inflation itself is bounded
     (trntui/loaders/files.py `read_bytes(limit=)`)."""
+    from trntui import fsio
+
     size = path.stat().st_size
-    with open(path, "rb") as f:
+    with fsio.open_regular(path) as f:  # a FIFO: refused (a LoadError), never waited on
         if f.read(2) != b"\x1f\x8b":
             return size
         f.seek(-4, os.SEEK_END)

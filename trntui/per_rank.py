@@ -79,25 +79,43 @@ def _summary_key(task: RankTask) -> Path | None:
     return Path(cache_dir) / "rank-summaries" / f"{h}.json"
 
 
+SUMMARY_LIMIT = 64 << 20
+"""Largest rank-summary cache entry read (a summary is KBs; anything larger is not one of ours)."""
+
+
 def _read_cached(path: Path | None) -> RankSummary | None:
+    """The cached summary, or None (a miss). An entry that is not a regular file of ours (a FIFO, a link to
+    /dev/zero, a huge file) is never opened or read to the end (trntui/fsio.py): it is removed, as a link or
+    FIFO itself, and the rank is summarised again."""
     if path is None:
         return None
+    from trntui import fsio
+
     try:
-        return RankSummary.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        raw = fsio.read_bounded(path, SUMMARY_LIMIT, follow_symlinks=False)
+    except fsio.FileRefused as exc:
+        if exc.problem != "no such file":
+            try:
+                fsio.remove_file(path)
+            except fsio.FileRefused:
+                pass
+        return None
+    try:
+        return RankSummary.from_dict(json.loads(raw))
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
         return None
 
 
 def _write_cached(path: Path | None, summary: RankSummary) -> None:
     if path is None:
         return
+    from trntui import fsio
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(summary.to_dict()), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache dir only costs speed
+        fsio.ensure_dir(path.parent)
+        fsio.atomic_write(path, json.dumps(summary.to_dict()), force=True)
+    except fsio.FileRefused:
+        pass  # a read-only cache dir (or an entry that is not a regular file) only costs speed
 
 
 def _worker_budget(task: RankTask) -> int | None:

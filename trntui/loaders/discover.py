@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "trntui.json"
+MANIFEST_LIMIT = 16 << 20
+"""Largest `trntui.json` read (trntui writes a few KB; a larger one is not ours and is ignored)."""
 
 
 @dataclass
@@ -58,9 +60,12 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
     if not path.is_file():
         return {}
+    from trntui import fsio
+    from trntui.errors import LoadError
+
     try:
-        value = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        value = json.loads(fsio.read_bounded(path, MANIFEST_LIMIT).decode("utf-8", "replace"))
+    except (OSError, ValueError, LoadError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

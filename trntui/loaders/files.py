@@ -16,15 +16,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def open_trace(path: Path) -> BinaryIO:
-    """The file opened for reading, or a one-line `LoadError` saying why it cannot be."""
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise LoadError(path, "no such file") from None
-    except IsADirectoryError:
-        raise LoadError(path, "is a directory, expected a trace file") from None
-    except OSError as exc:
-        raise LoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    """The file opened for reading, or a one-line `LoadError` saying why it cannot be: also when it is not a
+    regular file (a FIFO is refused at once, never waited on: trntui/fsio.py)."""
+    from trntui import fsio
+
+    return fsio.open_regular(path, what="a trace file")
 
 
 class InflateLimit(LoadError):

@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from trntui import fsio
+from trntui.errors import LoadError
+
 TB_NAME_RX = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
 """torch's tensorboard_trace_handler names (the TensorBoard plugin's own matcher)."""
 RANK_NAME_RX = re.compile(r"(?<![A-Za-z0-9])(?:rank|rk)[-_]?(?P<n>\d+)(?!\d)", re.I)
@@ -74,17 +77,17 @@ class TraceFacts:
 
 def _tail(path: Path, size: int) -> bytes:
     try:
-        with open(path, "rb") as f:
+        with fsio.open_regular(path) as f:
             f.seek(max(0, size - HEAD_BYTES))
             return f.read(HEAD_BYTES)
-    except OSError:
+    except (OSError, LoadError):
         return b""
 
 
 def _head(path: Path) -> tuple[bytes, bool]:
     """(first 64 kB of the content, whether the file is gzip)."""
     try:
-        with open(path, "rb") as f:
+        with fsio.open_regular(path) as f:
             raw = f.read(HEAD_BYTES)
             if raw[:2] != b"\x1f\x8b":
                 return raw, False

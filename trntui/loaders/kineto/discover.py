@@ -21,10 +21,13 @@ def is_chrome_trace(path: Path) -> bool:
         return True
     if name.endswith(".gz"):
         return True
+    from trntui import fsio
+    from trntui.errors import LoadError
+
     try:
-        with path.open("rb") as fh:
+        with fsio.open_regular(path) as fh:  # a FIFO is not a trace: refused at once
             head = fh.read(4096)
-    except OSError:
+    except (OSError, LoadError):
         return False
     stripped = head.lstrip()
     return stripped[:1] == b"[" or b'"traceEvents"' in head or b'"schemaVersion"' in head

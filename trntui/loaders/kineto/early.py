@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from trntui.errors import TrntuiError
 from trntui.loaders.kineto import pieces
 from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, Claims, array_span, write_all
 from trntui.loaders.kineto.schema import PH, Ev, clock_base, phase_codes
@@ -108,7 +109,9 @@ def start(path: Path, budget: int | None) -> None:
     if _CHILD is not None:
         return
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:  # (a FIFO must not block the command)
+        from trntui import fsio
+
+        with fsio.open_regular(path) as f:  # (a FIFO must not block the command: refused, a LoadError)
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode) or not pieces._PARALLEL_MIN_BYTES <= st.st_size <= _EARLY_MAX_BYTES:
                 return
@@ -118,7 +121,7 @@ def start(path: Path, budget: int | None) -> None:
                 return  # streamed (load.py), its args spilled: not this child's form
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         _CHILD = _fork(data, _identity(st))
-    except (OSError, ValueError, msgspec.MsgspecError):
+    except (OSError, ValueError, msgspec.MsgspecError, TrntuiError):
         return
 
 

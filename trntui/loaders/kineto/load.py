@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from trntui import fsio
 from trntui.errors import LoadError
 from trntui.loaders.files import InflateLimit, read_bytes
 from trntui.loaders.kineto.chunks import decode_chunked
@@ -108,9 +109,9 @@ def _mappable(path: Path) -> bool:
     try:
         if path.stat().st_size < _MAP_MIN_BYTES:
             return False
-        with open(path, "rb") as f:
+        with fsio.open_regular(path) as f:
             return f.read(2) != b"\x1f\x8b"
-    except OSError:
+    except (OSError, LoadError):
         return False  # read_bytes says what is wrong with the file
 
 

@@ -38,12 +38,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from trntui import fsio
 from trntui.errors import LoadError
 from trntui.textsafe import safe_text
 
 TOOLS = ("neuron-explorer", "neuron-profile")
 EXTRA_PATHS = ("/opt/aws/neuron/bin",)
 DONE_MARKER = ".trntui-complete"
+LOG_LIMIT = 64 << 20
+"""Most output a converter may write (its convert.log) before it is stopped; the cache keeps the last
+`LOG_KEEP` bytes of it."""
+LOG_KEEP = 256 << 10
+FILE_LIMIT = 32 << 30
+"""Largest file of a conversion kept in the cache (a Neuron export's events table is GBs for a long capture)."""
+TOTAL_LIMIT = 128 << 30
+"""Most bytes one conversion may keep in the cache, all files together."""
+MAX_ENTRIES = 100_000
+"""Most files and directories one conversion may leave."""
 
 
 def cache_root(cache_dir: Path | None = None) -> Path:
@@ -166,7 +177,7 @@ def _run(argv: list[str], cwd: Path, log_path: Path, timeout: float, say: Callab
     """Run `argv` with stdin closed in its own process group; (exit code or None, output tail, why it was
     stopped). Stopped at the deadline, or at once when it announces a UI server."""
     t0 = time.monotonic()
-    with log_path.open("wb") as log:
+    with fsio.create_new(log_path) as log:
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
@@ -183,6 +194,8 @@ def _run(argv: list[str], cwd: Path, log_path: Path, timeout: float, say: Callab
                 now = time.monotonic()
                 if now - t0 > timeout:
                     why = f"timed out after {timeout:.0f} s"
+                elif os.fstat(log.fileno()).st_size > LOG_LIMIT:
+                    why = f"wrote more than {LOG_LIMIT >> 20} MiB of output"
                 elif any(m in _tail(log_path, 4096).lower() for m in UI_MARKERS):
                     why = "started its UI server instead of converting (\"ctrl-c to exit\")"
                 if why:
@@ -212,14 +225,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _tail(path: Path, n: int) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(size - n, 0))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    """The last `n` bytes of a log (never following a link, never blocking on a FIFO a tool left there)."""
+    return fsio.read_tail(path, n, follow_symlinks=False).decode("utf-8", "replace")
 
 
 def export_problem(path: Path, fmt: str) -> str | None:
@@ -230,18 +237,23 @@ def export_problem(path: Path, fmt: str) -> str | None:
         try:
             import pyarrow.parquet as pq
 
-            for f in table_files(path, EVENTS):
+            for f in table_files(path, EVENTS):  # a part that is not a regular file: LoadError, never opened
                 meta = pq.ParquetFile(f).schema_arrow
                 if "name" not in meta.names:
                     return f"{f.name} has no name column"
+        except LoadError as exc:
+            return f"{Path(exc.path).name} {exc.problem}"
         except Exception as exc:  # noqa: BLE001 - any pyarrow failure means a partial file
             return f"unreadable {EVENTS} Parquet ({type(exc).__name__})"
         return None
     try:
-        if path.stat().st_size < 64 << 20:
+        st = fsio.check_regular(path, what="a JSON export")
+        if st.st_size < 64 << 20:
             import json
 
-            json.loads(path.read_bytes())
+            json.loads(fsio.read_bounded(path, 64 << 20))
+    except LoadError as exc:
+        return f"{path.name} {exc.problem}"
     except (OSError, ValueError) as exc:
         return f"unreadable JSON export ({type(exc).__name__})"
     return None
@@ -278,11 +290,16 @@ def cached_export(session_dir: Path, cache_dir: Path | None = None) -> tuple[Pat
     """The export of a finished conversion of this session (its files unchanged), else None."""
     out = cache_dir_for(session_dir, cache_dir)
     try:
-        marker = json.loads((out / DONE_MARKER).read_text(encoding="utf-8"))
-        path, fmt = out / marker["export"], marker["format"]
-    except (OSError, ValueError, KeyError, TypeError):
+        marker = json.loads(fsio.read_bounded(out / DONE_MARKER, 1 << 20, follow_symlinks=False))
+        rel, fmt = Path(marker["export"]), marker["format"]
+    except (LoadError, OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
-    return (path, fmt) if path.exists() and fmt in ("parquet", "json") else None
+    if rel.is_absolute() or ".." in rel.parts or fmt not in ("parquet", "json"):
+        return None  # not what convert() writes: the entry is converted again
+    path = out / rel
+    if path.is_symlink() or not path.exists():
+        return None
+    return path, fmt
 
 
 def convert(
@@ -312,9 +329,9 @@ def convert(
         )
     tool, exe = found
     final = cache_dir_for(session_dir, cache_dir)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    fsio.ensure_dir(final.parent)
     base = final.parent / f".{final.name}.tmp{os.getpid()}"
-    shutil.rmtree(base, ignore_errors=True)
+    _remove_quietly(base)
     base.mkdir(parents=True)
     limit = float("inf") if timeout is None else max(float(timeout), 0.0)
     t0 = time.monotonic()
@@ -328,7 +345,7 @@ def convert(
                 failures.append(f"{route.name}: not tried (time limit reached)")
                 continue
             work = base / f"route{k}"
-            shutil.rmtree(work, ignore_errors=True)
+            _remove_quietly(work)
             work.mkdir()
             route = _rebase(route, base, work)
             (work / "export").mkdir(exist_ok=True)
@@ -342,28 +359,60 @@ def convert(
             if rc != 0:
                 failures.append(f"{route.name}: exit {rc}: {last}")
                 continue
-            hit = find_export(route.export_dir)
+            # keep only regular files, bounded (issue 28 class 7): what the tool left is moved into a fresh
+            # tree; a symbolic link (to /, /dev/zero, a FIFO ...) or a special file in its export refuses it
+            keep = base / f"keep{k}"
+            try:
+                _kept, refused = fsio.copy_tree(work, keep, file_limit=FILE_LIMIT, total_limit=TOTAL_LIMIT,
+                                                max_entries=MAX_ENTRIES, move=True,
+                                                skip=lambda rel: rel == "convert.log")
+            except LoadError as exc:
+                failures.append(f"{route.name}: {safe_text(exc.problem)}: {safe_text(Path(exc.path).name)}")
+                continue
+            export_rel = route.export_dir.relative_to(work).as_posix() if route.export_dir.is_relative_to(work) else ""
+            bad = [r for r in refused if not export_rel or r.startswith(export_rel)]
+            if bad:
+                more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+                failures.append(f"{route.name}: its output holds {safe_text(bad[0])}{more}, which trntui does not "
+                                "copy into its cache (regular files only)")
+                continue
+            try:
+                hit = find_export(keep / export_rel if export_rel else keep)
+            except LoadError as exc:
+                failures.append(f"{route.name}: {safe_text(Path(exc.path).name)} {safe_text(exc.problem)}")
+                continue
             if hit is None:
                 failures.append(f"{route.name}: wrote no Parquet/JSON export ({last})")
                 continue
             problem = export_problem(*hit)
             if problem:
-                failures.append(f"{route.name}: {problem} (a partial export)")
+                failures.append(f"{route.name}: {safe_text(problem)} (a partial export)")
                 continue
-            # done: keep this route's directory as the cache entry
-            rel = hit[0].relative_to(work)
-            marker = {"command": route.argv, "route": route.name, "export": rel.as_posix(), "format": hit[1]}
-            (work / DONE_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
-            if final.exists():
-                shutil.rmtree(final, ignore_errors=True)
-            os.replace(work, final)
+            # done: this route's kept files are the cache entry, with the end of its log
+            with fsio.create_new(keep / "convert.log") as log:
+                log.write(fsio.read_tail(work / "convert.log", LOG_KEEP))
+            rel = hit[0].relative_to(keep)
+            marker = {"command": route.argv, "route": route.name, "export": rel.as_posix(), "format": hit[1],
+                      "not_copied": refused[:20]}
+            fsio.atomic_write(keep / DONE_MARKER, json.dumps(marker) + "\n")
+            if os.path.lexists(final):
+                fsio.remove_tree(final)
+            fsio.rename(keep, final)
             say(f"converted in {time.monotonic() - t0:.1f} s into {final}")
             return final / rel, hit[1]
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        _remove_quietly(base)
     raise ConversionFailed(
         session_dir, f"{tool} could not convert it ({'; '.join(failures) or 'no route'})", manual
     )
+
+
+def _remove_quietly(path: Path) -> None:
+    """Remove trntui's own scratch tree (iteratively, never following a link the tool left in it)."""
+    try:
+        fsio.remove_tree(path)
+    except LoadError:
+        pass
 
 
 def _rebase(route: Route, old: Path, new: Path) -> Route:

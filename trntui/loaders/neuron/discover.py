@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trntui.errors import LoadError
 from trntui.loaders.discover import MANIFEST, Run, capture_order, read_manifest
 from trntui.loaders.kineto.discover import is_chrome_trace
 
@@ -153,10 +154,12 @@ def _plain_head(path: Path) -> bytes | None:
     """The first 64 KiB of a plain (not gzip) trace, for cheap looks at its header; None if gzip or unreadable."""
     if path.name.endswith(".gz"):
         return None
+    from trntui import fsio
+
     try:
-        with path.open("rb") as fh:
+        with fsio.open_regular(path) as fh:
             return fh.read(65536)
-    except OSError:
+    except (OSError, LoadError):
         return None
 
 
@@ -577,9 +580,11 @@ def read_mapping(path: Path) -> list[tuple[int, int, int, int]]:
 
     from trntui.loaders.neuron.system import to_int
 
+    from trntui import fsio
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        doc = json.loads(fsio.read_bounded(path, 1 << 30).decode("utf-8", "replace"))
+    except (OSError, ValueError, LoadError, RecursionError):
         return []
     out = []
     for item in (doc.get("data") or []) if isinstance(doc, dict) else []:

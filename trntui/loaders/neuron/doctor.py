@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trntui import fsio
+
 if TYPE_CHECKING:
     from trntui.loaders.neuron.discover import Layout, Session
 
@@ -58,9 +60,9 @@ def _logs(d: Path) -> list[tuple[Path, str]]:
             st = e.stat(follow_symlinks=False)
             if not stat.S_ISREG(st.st_mode) or st.st_size > LOG_MAX:
                 continue
-            with open(e.path, "rb") as fh:
+            with fsio.open_regular(e.path, follow_symlinks=False) as fh:
                 out.append((Path(e.path), fh.read(LOG_MAX).decode("utf-8", "replace")))
-        except OSError:
+        except (OSError, fsio.FileRefused):
             continue
     return out
 

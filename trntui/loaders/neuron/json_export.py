@@ -36,10 +36,12 @@ NOT_EVENTS = frozenset({"mem_usage", "cpu_util", "warnings", "system_profile_met
 def looks_like_export(path: Path, head: bytes | None = None) -> bool:
     """A JSON file that is an Explorer/runtime system export (not a chrome trace)."""
     if head is None:
+        from trntui import fsio
+
         try:
-            with path.open("rb") as fh:
+            with fsio.open_regular(path) as fh:  # a FIFO named *.json is refused, never waited on
                 head = fh.read(8192)
-        except OSError:
+        except (OSError, LoadError):
             return False
     if b'"traceEvents"' in head:
         return False

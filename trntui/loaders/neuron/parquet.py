@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from trntui import fsio
 from trntui.errors import LoadError
 import json
 
@@ -55,7 +56,9 @@ KNOWN_MAJOR = 12
 
 
 def table_files(directory: Path, table: str) -> list[Path]:
-    """`<table>.parquet` and its split parts `<table>_<k>.parquet`, in part order."""
+    """`<table>.parquet` and its split parts `<table>_<k>.parquet`, in part order. A part that is not a regular
+    file (a FIFO, a device, a dangling link: pyarrow would block on a FIFO, for ever) is a `LoadError` naming it
+    (trntui/fsio.py), never opened; a directory of that name is not a part."""
     rx = re.compile(rf"{re.escape(table)}(?:_(\d+))?\.parquet")
     found = []
     try:
@@ -64,7 +67,8 @@ def table_files(directory: Path, table: str) -> list[Path]:
         return []
     for p in entries:
         m = rx.fullmatch(p.name)
-        if m and p.is_file():
+        if m and not p.is_dir():
+            fsio.check_regular(p, what="a Parquet file")
             found.append((int(m.group(1) or -1), p))
     return [p for _, p in sorted(found)]
 
@@ -610,7 +614,8 @@ def _check_budget(directory: Path, builder: ProfileBuilder, budget: int | None) 
         _pa, pq = _pyarrow()
         events = table_files(directory, EVENTS)
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in events)
-        others = sorted(p for p in directory.glob("*.parquet") if p not in events)
+        # only regular files: a FIFO of another name is never read, and opening it here would block
+        others = sorted(p for p in directory.glob("*.parquet") if p not in events and fsio.is_regular(p))
         base = builder.nbytes + memory.STREAMED_FIXED_BYTES + rows * memory.NEURON_BYTES_PER_ROW
         text = _text_bytes(events + others, budget)
     except Exception:  # noqa: BLE001 - an unreadable footer is reported by the read itself

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trntui import fsio
 from trntui.errors import LoadError
 from trntui.loaders.neuron.parquet import table_files
 from trntui.loaders.neuron_device import schema
@@ -43,6 +44,7 @@ def _pa():
 def file_columns(path: Path) -> list[str]:
     """Column names of one Parquet file (its footer only)."""
     _, _, pq = _pa()
+    fsio.check_regular(path, what="a Parquet file")  # a FIFO would block pyarrow's open
     try:
         return list(pq.ParquetFile(path).schema_arrow.names)
     except Exception as exc:  # noqa: BLE001 - any pyarrow failure is a damaged file
@@ -52,6 +54,7 @@ def file_columns(path: Path) -> list[str]:
 def row_count(path: Path) -> int:
     _, _, pq = _pa()
     try:
+        fsio.check_regular(path, what="a Parquet file")
         return int(pq.ParquetFile(path).metadata.num_rows)
     except Exception:  # noqa: BLE001
         return 0
