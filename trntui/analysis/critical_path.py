@@ -1233,13 +1233,24 @@ def critical_path(profile: Profile, host_start: int, host_end: int, start: int |
                         on_path, profile, list(g.notes))
 
 
-def path_events(profile: Profile) -> np.ndarray:
-    """Events on the critical path of the longest step (cached: the timeline marks them)."""
-    cached = profile.cache.get("critical_path_events")
+def step_path(profile: Profile) -> CriticalPath:
+    """The critical path of the longest step, computed once per profile (the app's screen, the timeline's marks
+    and the chain pane share it). Raises TrntuiError when there is no step."""
+    cached = profile.cache.get("critical_path")
     if cached is None:
-        try:
-            cached = critical_paths(profile)[0].on_path
-        except TrntuiError:
-            cached = np.zeros(0, np.int64)
-        profile.cache["critical_path_events"] = cached
+        cached = critical_paths(profile)[0]
+        profile.cache["critical_path"] = cached
     return cached
+
+
+def cached_step_path(profile: Profile) -> CriticalPath | None:
+    """`step_path` if it was computed already, else None (never computes)."""
+    return profile.cache.get("critical_path")
+
+
+def path_events(profile: Profile) -> np.ndarray:
+    """Events on the critical path of the longest step (empty when the profile has no step)."""
+    try:
+        return step_path(profile).on_path
+    except TrntuiError:
+        return np.zeros(0, np.int64)

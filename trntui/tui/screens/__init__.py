@@ -78,6 +78,7 @@ SCREENS: list[ScreenSpec] = [
     ScreenSpec("device", "D", "Device view", "trntui.tui.screens.device", ready=_neuron_profile),
     ScreenSpec("ranks", "R", "Ranks", "trntui.tui.screens.ranks", ready=_several_runs),
     ScreenSpec("query", "colon", "SQL query", "trntui.tui.screens.query", ready=lambda app: True),
+    ScreenSpec("critical_path", "P", "Critical path", "trntui.tui.screens.critical_path", ready=lambda app: True),
 ]
 """Every feature screen of the explorer, in the order the footer and help list their keys."""
 

@@ -190,6 +190,9 @@ class ChainView(ScrollView, can_focus=True):
                 lines.append([(f"… {more} more branch{'es' if more > 1 else ''}", "muted")])
             for note in chain.missing:
                 lines.append([("⚠ missing link: " + safe_text(note), "missing")])
+            path_line = self._path_line(chain)
+            if path_line:
+                lines.append(path_line)
             if chain.parent >= 0:
                 lines.append([("parent: ", "muted"), (safe_text(profile.name_of(chain.parent)), "")])
             if chain.children:
@@ -218,6 +221,27 @@ class ChainView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(lines))
         self.post_message(PaneTitleChanged(self))
         self.refresh()
+
+    def _path_line(self, chain: "Chain") -> Line | None:
+        """Whether the chain's op (and the selected event) is on the critical path, once the path of this profile
+        has been computed (the Critical path screen `P` or the timeline's `m`); nothing before that."""
+        from trntui.analysis.critical_path import cached_step_path
+
+        profile = self.profile
+        cp = cached_step_path(profile) if profile is not None else None
+        if cp is None:
+            return None
+        ns = cp.event_ns()
+        hops = sorted({e for e in [chain.root, chain.selected] + [h.events[0] for b in chain.branches for h in b
+                                                                  if h.events] if e >= 0})
+        on = [e for e in hops if cp.is_on_path(e)]
+        where = f"critical path of step {cp.step}: "
+        if not on:
+            return [(where, "muted"), ("not on it (shortening this op does not shorten the step)", "")]
+        t = sum(ns.get(e, 0) for e in on)
+        root = "the op is on it" if cp.is_on_path(chain.root) else "the op is not on it"
+        share = f", {t / 1000:,.1f} us of the path's {cp.length_ns / 1000:,.1f} us" if cp.length_ns else ""
+        return [(where, "muted"), (f"{root}; {len(on)} of {len(hops)} hops on it{share}", "")]
 
     # -- actions ---------------------------------------------------------------------------------
     def action_toggle_args(self) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from textual import events
+from textual import events, work
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.message import Message
@@ -56,6 +56,9 @@ from trntui.analysis.timeline import (
 from trntui.model.profile import Tier
 from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text, truncate
+
+PATH_WALK = "critical path"
+"""What the timeline's title calls the marked events of `m`."""
 
 if TYPE_CHECKING:
     from trntui.model.profile import Profile
@@ -151,6 +154,7 @@ class Timeline(Widget, can_focus=True):
         Binding("t", "call_tree", "Call tree", id="timeline-calltree"),
         Binding("A", "toggle_clock", "Absolute / relative time", show=False, id="timeline-clock"),
         Binding("y", "copy_name", "Copy the event's name", show=False, id="timeline-copy"),
+        Binding("m", "mark_path", "Mark the critical path (again: clear)", id="timeline-critical-path"),
     ]
 
     COMPONENT_CLASSES = {
@@ -473,7 +477,7 @@ class Timeline(Widget, can_focus=True):
         text = f"Timeline · {span} · {format_ns(self.ns_per_cell)}/cell"
         if self.walking:
             n = len(self.instances)
-            kind = "match" if self.walking.startswith("/") else "instance"
+            kind = "match" if self.walking.startswith("/") else ("event" if self.walking.startswith(PATH_WALK) else "instance")
             text += f" · {self.walking}: {n:,} {kind}{'es' if kind == 'match' and n != 1 else ('s' if n != 1 else '')}"
         if self.row_mode == FIT and any(d.is_summary for d in self.display_rows):
             drawn = sum(1 for d in self.display_rows if d.row is not None and not d.is_summary)
@@ -840,6 +844,53 @@ class Timeline(Widget, can_focus=True):
             self.focus()
 
         self.app.push_screen(SearchPrompt(self.search_pattern, lambda p: count_matches(profile, p)), done)
+
+    class PathMarked(Message):
+        """The critical path's events, computed off the UI thread for `m`."""
+
+        def __init__(self, events: np.ndarray, what: str, error: str = "") -> None:
+            self.events = events
+            self.what = what
+            self.error = error
+            super().__init__()
+
+    def action_mark_path(self) -> None:
+        """`m`: highlight every event on the critical path of the longest step (`n`/`N` walk them in time
+        order); again: clear the marks."""
+        if self.profile is None:
+            return
+        if self.walking.startswith(PATH_WALK):
+            self.select(np.empty(0, np.int64), np.empty(0, np.int64))
+            self.notify("critical path marks cleared", markup=False)
+            return
+        self._compute_path(self.profile)
+
+    @work(thread=True, exclusive=True, group="timeline-critical-path", exit_on_error=False)
+    def _compute_path(self, profile: "Profile") -> None:
+        from trntui.analysis.critical_path import step_path
+        from trntui.errors import TrntuiError
+
+        try:
+            cp = step_path(profile)
+        except TrntuiError as exc:
+            self.post_message(self.PathMarked(np.empty(0, np.int64), "", str(exc)))
+            return
+        except Exception as exc:  # noqa: BLE001 - a notice, never a traceback
+            self.post_message(self.PathMarked(np.empty(0, np.int64), "", f"unexpected {type(exc).__name__}: {exc}"))
+            return
+        what = f"{PATH_WALK} of step {cp.step}" if len(cp.steps) == 1 else PATH_WALK
+        self.post_message(self.PathMarked(cp.on_path, what))
+
+    def on_timeline_path_marked(self, message: "Timeline.PathMarked") -> None:
+        message.stop()
+        if message.error:
+            self.notify(f"no critical path: {message.error}", severity="warning", markup=False)
+            return
+        if not len(message.events):
+            self.notify("the critical path is empty", severity="warning", markup=False)
+            return
+        self.select(message.events, message.events, message.what)
+        self.notify(f"{message.what}: {len(message.events):,} events marked (n/N walk them, m clears)", markup=False)
 
     def action_copy_name(self) -> None:
         """Copy the name of the event under the cursor to the terminal's clipboard (OSC 52)."""
