@@ -340,3 +340,29 @@ def test_overview_what_if_errors_are_one_line(tmp_path, capsys):
     for bad in ("gemm", "nosuch=0.5x"):
         rc, out, err = run_cli(capsys, "overview", path, "--what-if", bad)
         assert rc == 2 and out == "" and err.startswith("trntui: error:") and len(err.strip().splitlines()) == 1, err
+
+
+def test_compare_reports_the_breakdown_per_run(corpus_dir, capsys):
+    """`trntui compare` prints, per run, the critical path of its longest step: the same figures as the analysis."""
+    from tests.conftest import run_cli
+    from trntui.analysis.critical_path import critical_paths as cps
+
+    a, b = corpus_dir / "cuda_compare_base.json.gz", corpus_dir / "cuda_compare_test.json.gz"
+    rc, out, err = run_cli(capsys, "compare", str(a), str(b), "--no-tui", "--only", "summary")
+    assert rc == 0, err
+    sec = out[out.index("Critical path per run"):].splitlines()
+    head = next(line for line in sec if line.startswith("run"))
+    assert head.split()[:5] == ["run", "bound", "by", "step", "path"]
+    rows = {line.split()[0]: line.split() for line in sec if line.startswith("cuda_compare_")}
+    for name, path in (("cuda_compare_base", a), ("cuda_compare_test", b)):
+        cp = cps(_load(path))[0]
+        pct = cp.breakdown_pct()
+        assert rows[name][1:4] == [cp.bound_by, str(cp.step), f"{cp.length_ns / 1000:,.1f}"]
+        shown = [bd for bd in cp.bounds if f"{bd} %" in head]
+        assert rows[name][4:] == [f"{pct[bd]:.1f}" for bd in shown]
+    rc, out, _ = run_cli(capsys, "compare", str(a), str(b), "--format", "json")
+    doc = json.loads(out)
+    assert [c["run"] for c in doc["critical_path"]] == ["cuda_compare_base", "cuda_compare_test"]
+    cp = cps(_load(b))[0]
+    assert doc["critical_path"][1]["path_us"] == cp.length_ns / 1000
+    assert doc["critical_path"][1]["breakdown_pct"] == {k: round(v, 2) for k, v in cp.breakdown_pct().items()}

@@ -88,10 +88,15 @@ def run(args: argparse.Namespace) -> int:
     elif limit < 0:
         limit = None
     kw = dict(sort=args.sort, pattern=args.filter, limit=limit, changed=args.changed)
+    critical = None
+    if fmt in ("json", "table", "markdown") and args.only in (None, "summary"):
+        from trntui.report.compare import critical_path_summaries
+
+        critical = critical_path_summaries(runs)
     if fmt == "json":
         import json
 
-        doc = json_document(runs, diff, results=results, **kw)
+        doc = json_document(runs, diff, results=results, critical=critical, **kw)
         if args.only == "summary":
             doc.pop("ops")
         elif args.only == "ops":
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "csv":
         out = render_csv(runs, diff, only=args.only, **kw)
     else:
-        out = render_text(runs, diff, only=args.only, markdown=fmt == "markdown", **kw)
+        out = render_text(runs, diff, only=args.only, markdown=fmt == "markdown", critical=critical, **kw)
     sys.stdout.write(out)
     sys.stdout.flush()
     from trntui.loaders.discover import unreadable_warning

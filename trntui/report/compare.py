@@ -151,8 +151,50 @@ def _sort_title(diff: "OpDiff", sort: str | None) -> str:
     return {"self_device": f"|Δ {dev}|", "self_cpu": "|Δ Self CPU|", "calls": "|Δ Calls|", "name": "name"}[sort]
 
 
+def critical_path_summaries(runs: Sequence["ComparedRun"]) -> list[dict[str, Any] | None]:
+    """Per run, the critical path of its longest step (trntui.analysis.critical_path): step, path and step µs,
+    bound_by, breakdown_pct; None where the run has no step (the reason in `error`)."""
+    from trntui.analysis.critical_path import step_path
+    from trntui.errors import TrntuiError
+
+    out: list[dict[str, Any] | None] = []
+    for r in runs:
+        try:
+            cp = step_path(r.profile)
+        except TrntuiError as exc:
+            out.append({"run": safe_text(r.name), "error": safe_text(exc)})
+            continue
+        d = cp.to_dict(top=5)
+        out.append({"run": safe_text(r.name), "step": d["step"], "step_us": d["step_us"], "path_us": d["path_us"],
+                    "bound_by": d["bound_by"], "breakdown_pct": d["breakdown_pct"],
+                    "top_events": [{k: t[k] for k in ("name", "on_path_us", "bound")} for t in d["top_events"]]})
+    return out
+
+
+def critical_path_lines(summaries: list[dict[str, Any] | None], markdown: bool = False) -> list[str]:
+    """The critical-path breakdown per run: one row per run, one column per bound type that has time in any."""
+    ok = [s for s in summaries if s and "error" not in s]
+    bounds: list[str] = []
+    for s in ok:
+        bounds += [b for b, v in s["breakdown_pct"].items() if v and b not in bounds]
+    head = ["run", "bound by", "step", "path (us)", *[f"{b} %" for b in bounds]]
+    cells = []
+    for s in summaries:
+        if not s:
+            continue
+        if "error" in s:
+            cells.append([s["run"], s["error"], "—", "—", *["" for _ in bounds]])
+            continue
+        cells.append([s["run"], s["bound_by"] or "—", str(s["step"]), f"{s['path_us']:,.1f}",
+                      *[f"{s['breakdown_pct'].get(b, 0.0):.1f}" for b in bounds]])
+    title = "Critical path per run (longest step; docs/overview.md)"
+    if markdown:
+        return [f"### {title}", "", *markdown_table(head, cells), ""]
+    return [title, *_text_table(head, cells, left=2, name_width=80), ""]
+
+
 def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=40, changed=False,
-                only=None, markdown=False) -> str:
+                only=None, markdown=False, critical: list[dict[str, Any] | None] | None = None) -> str:
     out: list[str] = []
     base = safe_text(runs[0].name)
     if only in (None, "summary"):
@@ -165,6 +207,8 @@ def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pat
             out += [title, *_text_table([h for h, _ in cols], cells, left=2), ""]
         notes = _summary_notes(runs)
         out += notes + ([""] if notes else [])
+        if critical:
+            out += critical_path_lines(critical, markdown)
     if only in (None, "ops"):
         rows = _diff_rows(diff, sort, pattern, limit, changed)
         total = len(diff.sorted_rows(sort, pattern))
@@ -253,11 +297,13 @@ def render_csv(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, patt
 
 
 def json_document(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=None, changed=False,
-                  results: Sequence["RuleResult"] = ()) -> dict[str, Any]:
+                  results: Sequence["RuleResult"] = (), critical: list[dict[str, Any] | None] | None = None
+                  ) -> dict[str, Any]:
     rows = _diff_rows(diff, sort, pattern, limit, changed)
     return {
         "baseline": safe_text(runs[0].name),
         "runs": summary_records(runs),
+        "critical_path": critical if critical is not None else critical_path_summaries(runs),
         "ops": {
             "matched_by": "name+input_shapes" if diff.by_shapes else "name",
             "sort": sort or diff.default_sort,
