@@ -234,15 +234,13 @@ def discard(files: Sequence[Path], directory: Path) -> None:
 
 def discard_entry(d: Path) -> None:
     """Remove an entry directory; a link or any other file in its place is unlinked, never followed."""
-    import shutil
-
     try:
         st = os.lstat(d)
     except OSError:
         return
     try:
         if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(d, ignore_errors=True)
+            _remove_tree(d)
         else:
             os.unlink(d)
     except OSError:
@@ -487,7 +485,6 @@ def store(
     `on_profile(tmp)`: called once the profile itself is in the temporary directory `tmp` (arrays and a
     `meta.json` without records: `read_written(tmp)` reads it), before the records are computed, so a reader
     can take the profile while the writer computes them (the app's loader process, trntui/tui/loader.py)."""
-    import shutil
     import tempfile
 
     now = _stamp_or_none(files)
@@ -510,10 +507,10 @@ def store(
                 discard_entry(trash)
             os.replace(tmp, final)
         except (OSError, TypeError, ValueError, OverflowError):
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_tree(tmp)
             return None
         except BaseException:  # Ctrl-C, SIGTERM (see _cleanup_on_sigterm), SystemExit: nothing half-written stays
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_tree(tmp)
             raise
     profile.cache["cache_entry"] = final
     _prune(final.parent)
@@ -767,6 +764,14 @@ def save_derived(profile: Any, name: str, arrays: dict[str, np.ndarray]) -> None
 
 def clear(directory: Path) -> None:
     """Remove every entry."""
-    import shutil
+    _remove_tree(directory)
 
-    shutil.rmtree(directory, ignore_errors=True)
+
+def _remove_tree(d: Path) -> None:
+    """Remove an entry (or the cache) iteratively, never following a link in it (trntui/fsio.py); quietly."""
+    from trntui import fsio
+
+    try:
+        fsio.remove_tree(d)
+    except fsio.FileRefused:
+        pass

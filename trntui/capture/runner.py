@@ -215,7 +215,7 @@ def _owned_files(vdir: Path, manifest: dict[str, Any]) -> tuple[set[str], list[s
                 stack.append((Path(e.path), r + "/"))
             elif e.is_file(follow_symlinks=False) and (
                     r in known or _trace_rank(e.name) is not None or r.startswith("neff_cache/")
-                    or e.name.endswith(".json.tmp")):
+                    or e.name.endswith((".json.tmp", ".trntui-tmp"))):  # (fsio's temporary files)
                 owned.add(r)
             else:
                 other.append(r)

@@ -50,7 +50,9 @@ def cut_harness_frames(trace: Path) -> int:
     in place (atomically); return how many were removed. Other files (gzip) are left as they are: 0."""
     if trace.suffix != ".json":
         return 0
-    with open(trace, "rb") as f:
+    from trntui import fsio
+
+    with fsio.open_regular(trace, follow_symlinks=False) as f:  # the trace the profiler just wrote
         doc = json.load(f)
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):
@@ -87,10 +89,8 @@ def cut_harness_frames(trace: Path) -> int:
                 args["Python parent id"] = None
         kept.append(e)
     doc["traceEvents"] = kept
-    tmp = trace.with_name(trace.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with fsio.open_replacing(trace, "w", force=True) as f:  # a temporary file beside it, renamed over it
         json.dump(doc, f)
-    os.replace(tmp, trace)
     return len(cut_ids)
 
 

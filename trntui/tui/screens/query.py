@@ -38,6 +38,10 @@ EVENT_COLUMNS = ("id", "event_id", "device_id", "runtime_id", "op_id", "parent_i
 FIRST_QUERY = "SELECT name, count(*) AS calls, sum(dur_us) AS total_us, max(id) AS id FROM events GROUP BY name ORDER BY total_us DESC LIMIT 50"
 
 
+STORE_LIMIT = 16 << 20
+"""Largest queries.json read (saved queries and history: KBs)."""
+
+
 def store_path() -> Path:
     from trntui.settings import config_dir
 
@@ -46,9 +50,11 @@ def store_path() -> Path:
 
 def read_store() -> dict[str, list[str]]:
     """{"saved": [...], "history": [...]} from the config directory ({} parts when absent or unreadable)."""
+    from trntui import fsio
+
     try:
-        doc = json.loads(store_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads(fsio.read_bounded(store_path(), STORE_LIMIT))
+    except (OSError, ValueError, RecursionError, fsio.FileRefused):
         return {"saved": [], "history": []}
     out = {}
     for key in ("saved", "history"):
@@ -59,14 +65,14 @@ def read_store() -> dict[str, list[str]]:
 
 def write_store(store: dict[str, list[str]]) -> str | None:
     """Write the store (a temporary file renamed over it); the error's text when it cannot be written."""
+    from trntui import fsio
+
     path = store_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(store, indent=1), encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        return str(exc.strerror or exc)
+    try:  # whole or not at all; never through a link or over a FIFO (trntui/fsio.py)
+        fsio.ensure_dir(path.parent)
+        fsio.atomic_write(path, json.dumps(store, indent=1), force=True)
+    except fsio.FileRefused as exc:
+        return exc.problem
     return None
 
 
