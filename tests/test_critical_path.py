@@ -366,3 +366,79 @@ def test_compare_reports_the_breakdown_per_run(corpus_dir, capsys):
     cp = cps(_load(b))[0]
     assert doc["critical_path"][1]["path_us"] == cp.length_ns / 1000
     assert doc["critical_path"][1]["breakdown_pct"] == {k: round(v, 2) for k, v in cp.breakdown_pct().items()}
+
+
+# ---------------------------------------------------------------------------------------------------- Neuron
+
+
+def neuron_step(tmp_path, exec_us: float):
+    """The synthetic fused-RMSNorm capture (scripts/make_neuron_samples.py, one NeuronCore execution, LNC=1),
+    re-timed: aten::rms_norm [25.0, 79.9] holds aten::_fused_rms_norm [27.7, 77.2], whose nrta_execute_schedule
+    runs late, at [76.0, 80.2] (torch-neuronx spent the op's time before dispatching); the execution
+    nc_exec_running runs [81.2, 81.2 + exec_us]; the other runtime rows (submit, pre/post) are left out."""
+    from tests.neuron_samples import generator
+
+    g = generator()
+    cap = g.build_capture("fused", lnc=1)
+
+    def at(t: float) -> int:
+        return g.BASE_NS + int(round(t * 1000))
+
+    cap.events = [r for r in cap.events if r["name"] not in ("nrt_model_submit", "kbl_exec_pre", "kbl_exec_post")]
+    for r in cap.events:
+        if r["name"] == "nrta_execute_schedule":
+            r["start_ts"], r["end_ts"] = at(76.0), at(80.2)
+        elif r["name"] == "nc_exec_running":
+            r["start_ts"], r["end_ts"] = at(81.2), at(81.2 + exec_us)
+        r["duration_ns"] = r["end_ts"] - r["start_ts"]
+    vdir = tmp_path / "fused"
+    g.write_trace(cap, vdir / f"{cap.instance}_pid_{cap.pid}" / g.TIMESTAMP_DIR / "trace.json")
+    g.write_parquet_export(cap, vdir / g.EXPORT_DIR)
+    (vdir / "trntui.json").write_text(json.dumps(g.manifest("fused")))
+    import trntui.api as api
+
+    return api.runs(vdir, cache=False)[0].profile
+
+
+@pytest.mark.parametrize("exec_us,expected,bound", [
+    (2.0, {"framework_cpu": 2.7, "dispatch_overhead": 48.3, "runtime_queue_delay": 5.2, "neuroncore_compute": 2.0},
+     "dispatch_overhead"),
+    (300.0, {"framework_cpu": 2.7, "dispatch_overhead": 48.3, "runtime_queue_delay": 5.2, "neuroncore_compute": 300.0},
+     "neuroncore_compute"),
+])
+def test_neuron_step_where_dispatch_dominates(tmp_path, exec_us, expected, bound):
+    """Path: rms_norm start → _fused_rms_norm start (2.7, framework), _fused_rms_norm start → the schedule's
+    start (76.0 − 27.7 = 48.3, dispatch: the framework call to nrta_execute_schedule), the schedule → the execution
+    on the idle core (81.2 − 76.0 = 5.2, runtime queue delay), the execution (compute). With a 2 µs execution the
+    path, 58.2 µs, outlasts the host's 54.9 µs and dispatch is 83% of it; with 300 µs the core bounds the step.
+    Neuron bound names, not CUDA's."""
+    from trntui.analysis.critical_path import NEURON_BOUNDS
+
+    cp = critical_paths(neuron_step(tmp_path, exec_us))[0]
+    assert cp.neuron and cp.bounds == NEURON_BOUNDS
+    assert {b: round(v, 3) for b, v in _us(cp).items()} == expected
+    assert cp.length_ns == round(sum(expected.values()) * 1000) and cp.bound_by == bound
+    assert _names_on_path(cp) == ["aten::_fused_rms_norm", "aten::rms_norm", "nc_exec_running", "nrta_execute_schedule"]
+    top = cp.top_events(2)
+    if exec_us == 2.0:
+        assert (top[0].name, top[0].ns, top[0].bound) == ("aten::_fused_rms_norm", 48_300, "dispatch_overhead")
+        st = cp.stretches()
+        assert st[0].ns == 53_500 and st[0].bounds == {"dispatch_overhead": 48_300, "runtime_queue_delay": 5_200}
+    else:
+        assert (top[0].name, top[0].ns, top[0].bound) == ("nc_exec_running", 300_000, "neuroncore_compute")
+    # halving the op halves its dispatch time and the execution it dispatched (the op and its PrivateUse1
+    # dispatch row share the name: two events matched)
+    w = cp.what_if(["aten::_fused_rms_norm=0.5x"])
+    assert w.matched == 2 and w.saved_ns == round((48.3 + exec_us) / 2 * 1000)
+
+
+def test_host_time_under_a_dataloader_scope_is_data_loading(tmp_path):
+    """enumerate(DataLoader)#… [5, 40] holds aten::copy_ [10, 30]; aten::mm [50, 60] after it: the path is both
+    ops (a zero-weight dependency between them), 20 µs of data_loading and 10 of cpu_bound."""
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 100, cat="user_annotation")
+    tr.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 5, 35, cat="user_annotation")
+    tr.op("aten::copy_", 10, 20)
+    tr.op("aten::mm", 50, 10)
+    cp = critical_paths(_load(tr.write(tmp_path / "dl.json")))[0]
+    assert _us(cp) == {"data_loading": 20, "cpu_bound": 10} and cp.bound_by == "data_loading"

@@ -1123,12 +1123,16 @@ def apply_what_if(cp: CriticalPath, specs: list[str]) -> tuple[np.ndarray, np.nd
                 cf[ep] = f
                 continue
             cf[sp + 1: ep + 1] = f  # everything on its thread from its start to its end
-            # the device rows it (or a call inside it) launched
+            # its dispatch edges (Neuron: the op's time before nrta_execute_schedule is its own time)
             inner = g.node_event[sp: ep + 1]
+            disp = (g.x_kind == DISPATCH) & np.isin(g.x_event, inner)
+            xf[disp] = f
+            # the device rows it (or a call inside it) launched, directly or through a schedule it dispatched
             if g.launcher_of:
                 devs = np.fromiter(g.launcher_of.keys(), np.int64, count=len(g.launcher_of))
                 lns = np.fromiter(g.launcher_of.values(), np.int64, count=len(g.launcher_of))
-                mine = devs[np.isin(lns, inner)]
+                scheds = g.node_event[g.x_dst[disp]] if disp.any() else np.zeros(0, np.int64)
+                mine = devs[np.isin(lns, inner) | np.isin(lns, scheds)]
                 for d in mine.tolist():
                     e2 = g.end_node.get(d)
                     if e2 is not None:
