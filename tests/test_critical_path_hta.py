@@ -124,3 +124,21 @@ def test_ns_resolution_difference_is_hta_dropping_sub_microsecond_events(load_co
     dur = p.end[cp.on_path] - p.start[cp.on_path]
     assert len(cp.on_path) > 1494 * 1.2
     assert abs(int((dur >= 1000).sum()) - 1494) <= 150
+
+
+def test_overview_takes_htas_window(corpus_dir, capsys):
+    """`trntui overview --path-annotation NAME --path-instance N`: HTA's window from the command line, with HTA's
+    result (alexnet, instance 1: 35,834 us)."""
+    import json
+
+    from tests.conftest import run_cli
+
+    rc, out, err = run_cli(capsys, "overview", str(corpus_dir / "cuda_alexnet.json.gz"), "--format", "json",
+                           "--path-annotation", ALEXNET_ANN, "--path-instance", "1")
+    assert rc == 0, err
+    (cp,) = json.loads(out)["critical_path"]
+    assert cp["path_us"] == 35834.0 and cp["breakdown_pct"]["cpu_bound"] == pytest.approx(89.418, abs=0.01)
+    assert cp["notes"][0].startswith("window: ")
+    rc, out, err = run_cli(capsys, "overview", str(corpus_dir / "cuda_alexnet.json.gz"), "--path-annotation", "nosuch")
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--path-annotation/--path-instance: annotation 'nosuch': no event name contains it" in err

@@ -1162,10 +1162,10 @@ def annotation_window(profile: Profile, annotation: str, instance: str | int | N
     "A:B" (inclusive) picks some, none means all of them. Returns (start, end, label)."""
     ids = [k for k, nm in enumerate(profile.names) if annotation in nm]
     if not ids:
-        raise TrntuiError(f"--annotation {annotation!r}: no event name contains it")
+        raise TrntuiError(f"annotation {annotation!r}: no event name contains it")
     rows = np.nonzero(np.isin(profile.name, ids) & (profile.kind == EventKind.COMPLETE))[0]
     if not len(rows):
-        raise TrntuiError(f"--annotation {annotation!r}: no complete event has that name")
+        raise TrntuiError(f"annotation {annotation!r}: no complete event has that name")
     rows = rows[np.argsort(profile.start[rows], kind="stable")]
     if instance is None or instance == "":
         a, b = 0, len(rows) - 1
@@ -1174,9 +1174,9 @@ def annotation_window(profile: Profile, annotation: str, instance: str | int | N
         try:
             a, b = (int(x) for x in txt.split(":", 1)) if ":" in txt else (int(txt), int(txt))
         except ValueError:
-            raise TrntuiError(f"--instance {txt!r}: expected N or A:B") from None
+            raise TrntuiError(f"instance {txt!r}: expected N or A:B") from None
         if not (0 <= a <= b < len(rows)):
-            raise TrntuiError(f"--instance {txt!r}: {annotation!r} has {len(rows)} instance(s) (0..{len(rows) - 1})")
+            raise TrntuiError(f"instance {txt!r}: {annotation!r} has {len(rows)} instance(s) (0..{len(rows) - 1})")
     sel = rows[a: b + 1]
     label = f"{annotation!r} instance {a}" + (f"..{b}" if b != a else "")
     return int(profile.start[sel].min()), int(profile.end[sel].max()), label

@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--join-steps", action="store_true",
                    help="one critical path over all the --steps together (HTA's advice for pipelined training: two "
                    "iterations at once) instead of one per step")
+    p.add_argument("--path-annotation", metavar="NAME", default=None,
+                   help="HTA's window for the critical path instead of a step: the rows whose name contains NAME "
+                   "(e.g. ProfilerStep, or a record_function label)")
+    p.add_argument("--path-instance", metavar="N|A:B", default=None,
+                   help="with --path-annotation: which of its rows in time order (0-based; A:B a range; default all)")
     p.add_argument("--no-critical-path", action="store_true", help="leave the critical-path section out")
     add_no_cache_option(p)
     add_memory_budget_option(p)
@@ -58,8 +63,12 @@ def critical_path_part(profile, args: argparse.Namespace):
         for spec in specs:
             parse_what_if(spec)  # a malformed spec is the user's error: exit 2 before any output
     try:
-        cps = critical_paths(profile, args.steps, join=getattr(args, "join_steps", False))
+        cps = critical_paths(profile, args.steps, join=getattr(args, "join_steps", False),
+                             annotation=getattr(args, "path_annotation", None),
+                             instance=getattr(args, "path_instance", None))
     except TrntuiError as exc:
+        if getattr(args, "path_annotation", None):
+            raise TrntuiError(f"--path-annotation/--path-instance: {exc}") from None  # asked for: exit 2
         return [], [], f"no critical path: {exc}"
     what_ifs = [[cp.what_if(specs)] if specs else [] for cp in cps]
     return cps, what_ifs, None
