@@ -152,9 +152,9 @@ async def test_first_paint_does_not_wait_for_the_load(corpus_dir, monkeypatch):
     release = threading.Event()
     real = loaders.load_run
 
-    def slow_load(run):
+    def slow_load(run, *args, **kwargs):
         release.wait(10)
-        return real(run)
+        return real(run, *args, **kwargs)
 
     monkeypatch.setattr(loaders, "load_run", slow_load)
     app = TrntuiApp(corpus_dir / "cuda_simple_add.json.gz")

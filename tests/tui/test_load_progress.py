@@ -16,7 +16,7 @@ from .conftest import opened
 def _endless_load(started: threading.Event, stopped: list[float]):
     """A stand-in `load_run` that reports decoding progress until the reporter cancels it."""
 
-    def load(run, **kw):
+    def load(run, *args, **kw):
         started.set()
         try:
             for k in range(10_000):
