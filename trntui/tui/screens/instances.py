@@ -11,29 +11,23 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.geometry import Size
 from textual.screen import ModalScreen
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
 from trntui.analysis.timeline import format_ns, format_offset
 from trntui.textsafe import safe_text
+from trntui.tui.widgets.rows import RowList, cursor_bindings
 
 if TYPE_CHECKING:
     from trntui.model.profile import Profile
 
 
-class InstanceList(ScrollView, can_focus=True):
+class InstanceList(RowList):
     """Rows `rank · duration · start · lane` of `events`, sorted by duration (longest first)."""
 
     BINDINGS = [
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False),
-        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False),
-        Binding("home,g", "jump(0)", "First", show=False),
-        Binding("end,G", "jump(-1)", "Last", show=False),
+        *cursor_bindings(None, first="First", last="Last"),
     ]
 
     COMPONENT_CLASSES = {"instance-list--header", "instance-list--cursor"}
@@ -54,8 +48,11 @@ class InstanceList(ScrollView, can_focus=True):
         """Instances, longest first (ties: earliest first)."""
         self.cursor = 0
 
+    def row_count(self) -> int:
+        return len(self.events)
+
     def on_mount(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.events) + 1)
+        self.update_extent()
 
     def row_text(self, k: int) -> str:
         """Plain text of instance `k` (0 = the longest)."""
@@ -72,29 +69,11 @@ class InstanceList(ScrollView, can_focus=True):
             style = base + self.get_component_rich_style("instance-list--header")
             head = f"{'#':>7}  {'duration':>9}  {'start':>14}  lane"
             return Strip([Segment(head, style)]).crop_extend(0, width, base)
-        k = int(self.scroll_offset.y) + y - 1
+        k = self.row_at(y)
         if k >= len(self.events):
             return Strip.blank(width, base)
         style = base + self.get_component_rich_style("instance-list--cursor") if k == self.cursor else base
         return Strip([Segment(self.row_text(k), style)]).crop_extend(0, width, style)
-
-    def action_cursor(self, delta: int) -> None:
-        if len(self.events) == 0:
-            return
-        self.cursor = int(np.clip(self.cursor + delta, 0, len(self.events) - 1))
-        visible = max(self.scrollable_content_region.height - 1, 1)
-        top = int(self.scroll_offset.y)
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + visible:
-            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
-        self.refresh()
-
-    def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
-
-    def action_jump(self, where: int) -> None:
-        self.action_cursor(-self.cursor if where == 0 else len(self.events))
 
 
 class InstancesScreen(ModalScreen["int | None"]):

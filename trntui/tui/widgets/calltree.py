@@ -13,9 +13,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import work
 from textual.binding import Binding
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -23,6 +21,7 @@ from trntui.analysis.calltree import VIEWS, CallTree, call_tree, icicle, module_
 from trntui.analysis.timeline import format_ns
 from trntui.textsafe import safe_text
 from trntui.tui.messages import PaneTitleChanged
+from trntui.tui.widgets.rows import RowList, cursor_bindings
 from trntui.tui.widgets.timeline import fit_cells
 
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ def _tree(profile: "Profile", root_event: int, view: str) -> tuple[CallTree, str
     return tree, view
 
 
-class CallTreeView(ScrollView, can_focus=True):
+class CallTreeView(RowList):
     """The tree as lines `▾ name  calls  inclusive  exclusive  % of the root`."""
 
     ALLOW_MAXIMIZE = True
@@ -53,8 +52,7 @@ class CallTreeView(ScrollView, can_focus=True):
     HELP = "Call tree: the step's ops merged by call path; → opens, ← closes / goes up, Enter shows on the timeline."
 
     BINDINGS = [
-        Binding("down,j", "move(1)", "Next line", show=False, id="calltree-down"),
-        Binding("up,k", "move(-1)", "Previous line", show=False, id="calltree-up"),
+        *cursor_bindings("calltree", down="Next line", up="Previous line", paging=False),
         Binding("right,l", "open", "Open / first child", id="calltree-open"),
         Binding("left,h", "close", "Close / parent", id="calltree-close"),
         Binding("p", "parent", "Parent", show=False, id="calltree-parent"),
@@ -201,8 +199,8 @@ class CallTreeView(ScrollView, can_focus=True):
             node = kids[0]
         self._relayout()
         self.cursor = self.line_nodes.index(target) if target in self.line_nodes else 0
-        self._scroll_cursor()
-        self.call_after_refresh(self._scroll_cursor)  # again once the new virtual size is laid out
+        self.scroll_cursor_visible()
+        self.call_after_refresh(self.scroll_cursor_visible)  # again once the new virtual size is laid out
         self.post_message(self.CursorMoved(self))
         self.post_message(PaneTitleChanged(self))
 
@@ -234,7 +232,7 @@ class CallTreeView(ScrollView, can_focus=True):
             walk(0)
         self.line_nodes = lines
         self.cursor = min(self.cursor, max(len(lines) - 1, 0))
-        self.virtual_size = Size(self.size.width, len(lines) + 1)
+        self.update_extent()
         self.refresh()
 
     def line_text(self, k: int, width: int = 100) -> str:
@@ -258,18 +256,14 @@ class CallTreeView(ScrollView, can_focus=True):
         return base + self.get_component_rich_style(f"calltree--{role}") if role else base
 
     # -- actions ---------------------------------------------------------------------------------
-    def _moved(self) -> None:
-        self._scroll_cursor()
-        self.refresh()
+    def row_count(self) -> int:
+        return len(self.line_nodes)
+
+    def cursor_moved(self) -> None:
         self.post_message(self.CursorMoved(self))
 
-    def _scroll_cursor(self) -> None:
-        visible = max(self.scrollable_content_region.height - 1, 1)
-        top = int(self.scroll_offset.y)
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + visible:
-            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
+    def _moved(self) -> None:
+        self.move_cursor(self.cursor)
 
     def go_to_node(self, node: int) -> None:
         """Put the cursor on `node`, opening its ancestors."""
@@ -279,11 +273,6 @@ class CallTreeView(ScrollView, can_focus=True):
         self._relayout()
         self.cursor = self.line_nodes.index(node)
         self._moved()
-
-    def action_move(self, delta: int) -> None:
-        if self.line_nodes:
-            self.cursor = max(0, min(self.cursor + delta, len(self.line_nodes) - 1))
-            self._moved()
 
     def action_open(self) -> None:
         node = self.node
@@ -361,7 +350,7 @@ class CallTreeView(ScrollView, can_focus=True):
             numbers = f" {'calls':>7} {'incl':>9} {'excl':>9} {'%':>7}"
             head = "name".ljust(max(width - len(numbers), 8)) + numbers
             return Strip([Segment(head, self._style("header"))]).crop_extend(0, width, base)
-        k = int(self.scroll_offset.y) + y - 1
+        k = self.row_at(y)
         if k >= len(self.line_nodes):
             return Strip.blank(width, base)
         segments = self._line(k, width)
@@ -371,17 +360,10 @@ class CallTreeView(ScrollView, can_focus=True):
             return Strip(segments).crop_extend(0, width, base + cursor)
         return Strip(segments).crop_extend(0, width, base)
 
-    def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.line_nodes) + 1)
+    def resized(self) -> None:
         # a tree shown before the first layout (the call-tree screen) could not scroll yet: its cursor line may
         # be below the view; bring it in once the size is known
-        self.call_after_refresh(self._scroll_cursor)
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
+        self.call_after_refresh(self.scroll_cursor_visible)
 
 
 class Icicle(Widget):

@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from trntui.analysis.timeline import format_ns, format_offset
 from trntui.model.profile import Tier
 from trntui.tui.messages import PaneTitleChanged
 from trntui.textsafe import safe_text, truncate
+from trntui.tui.widgets.rows import RowList, cursor_bindings
 
 if TYPE_CHECKING:
     from trntui.analysis.chains import Chain, Hop
@@ -36,18 +35,19 @@ Line = list[tuple[str, str]]
 """A line as (text, role) pieces; roles map to component styles."""
 
 
-class ChainView(ScrollView, can_focus=True):
+class ChainView(RowList):
     """Line-API view of one `Chain`, with the op's args on demand."""
 
     ALLOW_MAXIMIZE = True
 
     HELP = "Chain: the selected event from framework op to hardware, with gaps between hops."
 
+    HEADER_LINES = 0
+
     BINDINGS = [
         Binding("a", "toggle_args", "Args", id="chain-args"),
         Binding("enter", "show_hop", "Show on timeline", id="chain-show-hop"),
-        Binding("down,j", "cursor(1)", "Next line", show=False, id="chain-down"),
-        Binding("up,k", "cursor(-1)", "Previous line", show=False, id="chain-up"),
+        *cursor_bindings("chain", down="Next line", up="Previous line", paging=False),
         Binding("y", "copy_name", "Copy the hop's name", show=False, id="chain-copy"),
     ]
 
@@ -79,7 +79,7 @@ class ChainView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.line_events: list[int] = []
         """Per line: the event of the hop drawn on it, or -1."""
-        self.cursor_line = 0
+        self.cursor = 0
         self.profile: Profile | None = None
         self.chain: Chain | None = None
         self.event = -1
@@ -107,7 +107,7 @@ class ChainView(ScrollView, can_focus=True):
         from trntui.analysis.chains import follow
 
         self.event = event
-        self.cursor_line = -1
+        self.cursor = -1
         try:
             self.chain = follow(self.profile, event)
             self.error = ""
@@ -214,11 +214,11 @@ class ChainView(ScrollView, can_focus=True):
                 lines.append([("a: show args (input dims, types)", "muted")])
         self.lines = lines
         self.line_events = events + [-1] * (len(lines) - len(events))
-        if not 0 <= self.cursor_line < len(lines) or self.line_events[self.cursor_line] < 0:
+        if not 0 <= self.cursor < len(lines) or self.line_events[self.cursor] < 0:
             hops = [k for k, e in enumerate(self.line_events) if e >= 0]
             selected = [k for k in hops if self.line_events[k] == self.event]
-            self.cursor_line = (selected or hops or [0])[0]
-        self.virtual_size = Size(self.size.width, len(lines))
+            self.cursor = (selected or hops or [0])[0]
+        self.update_extent()
         self.post_message(PaneTitleChanged(self))
         self.refresh()
 
@@ -248,23 +248,23 @@ class ChainView(ScrollView, can_focus=True):
         self.show_args = not self.show_args
         self._build()
 
-    def action_cursor(self, delta: int) -> None:
-        if not self.lines:
-            return
-        self.cursor_line = max(0, min(self.cursor_line + delta, len(self.lines) - 1))
-        top = int(self.scroll_offset.y)
-        height = max(self.scrollable_content_region.height, 1)
-        if self.cursor_line < top:
-            self.scroll_to(y=self.cursor_line, animate=False, immediate=True)
-        elif self.cursor_line >= top + height:
-            self.scroll_to(y=self.cursor_line - height + 1, animate=False, immediate=True)
-        self.refresh()
+    def row_count(self) -> int:
+        return len(self.lines)
+
+    @property
+    def cursor_line(self) -> int:
+        """The line of the cursor (`cursor`)."""
+        return self.cursor
+
+    @cursor_line.setter
+    def cursor_line(self, line: int) -> None:
+        self.cursor = line
 
     def action_copy_name(self) -> None:
         """Copy the name of the hop under the cursor (else the chained event) to the clipboard (OSC 52)."""
         if self.profile is None:
             return
-        event = self.line_events[self.cursor_line] if 0 <= self.cursor_line < len(self.line_events) else -1
+        event = self.line_events[self.cursor] if 0 <= self.cursor < len(self.line_events) else -1
         event = event if event >= 0 else self.event
         if event < 0:
             return
@@ -277,16 +277,16 @@ class ChainView(ScrollView, can_focus=True):
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        line = int(self.scroll_offset.y) + offset.y
+        line = self.row_at(offset.y)
         if 0 <= line < len(self.lines):
-            self.cursor_line = line
+            self.cursor = line
             self.focus()
             self.refresh()
             if event.chain >= 2:
                 self.action_show_hop()
 
     def action_show_hop(self) -> None:
-        event = self.line_events[self.cursor_line] if 0 <= self.cursor_line < len(self.line_events) else -1
+        event = self.line_events[self.cursor] if 0 <= self.cursor < len(self.line_events) else -1
         if event < 0:
             self.notify("Put the cursor on a hop (j/k) to show it on the timeline", severity="warning")
             return
@@ -296,7 +296,7 @@ class ChainView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width or self.size.width
         base = self.rich_style
-        k = int(self.scroll_offset.y) + y
+        k = self.row_at(y)
         if k >= len(self.lines):
             return Strip.blank(width, base)
         styles = {
@@ -307,21 +307,13 @@ class ChainView(ScrollView, can_focus=True):
             "name": base + self.get_component_rich_style("chain--name"),
             "hw": base + self.get_component_rich_style("chain--hw") + Style(bold=True),
         }
-        if k == self.cursor_line and self.has_focus:
+        if k == self.cursor and self.has_focus:
             cursor = self.get_component_rich_style("chain--cursor")
             segments = [Segment(text, styles.get(role, base) + cursor) for text, role in self.lines[k]]
             return Strip(segments).crop_extend(0, width, base + cursor)
         segments = [Segment(text, styles.get(role, base)) for text, role in self.lines[k]]
         return Strip(segments).crop_extend(0, width, base)
 
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
-
-    def on_resize(self) -> None:
+    def resized(self) -> None:
         if self.chain is not None:
             self._build()
-        else:
-            self.virtual_size = Size(self.size.width, len(self.lines))

@@ -7,7 +7,6 @@ names), `v` switches between the two tables, Enter asks to show the row's longes
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,25 +14,15 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from trntui.textsafe import safe_text
 from trntui.tui.messages import PaneTitleChanged
+from trntui.tui.widgets.rows import Column, RowList, cursor_bindings, filter_pattern, fit
 
 if TYPE_CHECKING:
     from trntui.analysis.overview.kernels import KernelRow, KernelTables
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    title: str
-    width: int
-    """0: a name column (shares the rest of the width)."""
-    numeric: bool = True
 
 
 def format_us(ns: float) -> str:
@@ -67,25 +56,14 @@ def _cell(row: "KernelRow", key: str) -> str:
     return f"{v:.2f}"
 
 
-def _fit(text: str, width: int, right: bool) -> str:
-    if len(text) > width:
-        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
-    return text.rjust(width) if right else text.ljust(width)
-
-
-class KernelTableView(ScrollView, can_focus=True):
+class KernelTableView(RowList):
     """Kernel rows drawn line by line from `KernelTables`."""
 
     ALLOW_MAXIMIZE = True
     HELP = "Kernels: per kernel name, or per kernel × op (v). Enter shows the longest instance on the timeline."
 
     BINDINGS = [
-        Binding("down,j", "cursor(1)", "Down", show=False, id="kernels-down"),
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="kernels-up"),
-        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False, id="kernels-page-down"),
-        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False, id="kernels-page-up"),
-        Binding("home,g", "jump(0)", "First row", show=False, id="kernels-top"),
-        Binding("end,G", "jump(-1)", "Last row", show=False, id="kernels-bottom"),
+        *cursor_bindings("kernels"),
         Binding("enter", "choose", "Show longest on timeline", id="kernels-choose"),
         Binding("s", "cycle_sort", "Sort column", id="kernels-sort-next"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="kernels-sort-reverse"),
@@ -135,6 +113,9 @@ class KernelTableView(ScrollView, can_focus=True):
         self._styles_of: tuple[object, dict[str, Style]] = (None, {})
 
     # -- data ------------------------------------------------------------------------------------
+    def row_count(self) -> int:
+        return len(self.view)
+
     @property
     def rows(self) -> list["KernelRow"]:
         if self.tables is None:
@@ -200,13 +181,13 @@ class KernelTableView(ScrollView, can_focus=True):
         self.cursor = min(self.cursor, max(len(order) - 1, 0))
         self._version += 1
         self._cache.clear()
-        self.virtual_size = Size(self.size.width, len(order) + 1)
+        self.update_extent()
         self.post_message(PaneTitleChanged(self))
-        self._scroll_cursor_visible()
+        self.scroll_cursor_visible()
         self.refresh()
 
     def set_filter(self, pattern: str) -> None:
-        self.pattern = re.compile(pattern, re.IGNORECASE) if pattern else None
+        self.pattern = filter_pattern(pattern)
         self.cursor = 0
         self._rebuild()
 
@@ -222,20 +203,6 @@ class KernelTableView(ScrollView, can_focus=True):
         return self._render_row(position, self.size.width or 100).text
 
     # -- actions ---------------------------------------------------------------------------------
-    def action_cursor(self, delta: int) -> None:
-        if self.view:
-            self.cursor = int(np.clip(self.cursor + delta, 0, len(self.view) - 1))
-            self._scroll_cursor_visible()
-            self.refresh()
-
-    def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(self.size.height - 2, 1))
-
-    def action_jump(self, where: int) -> None:
-        self.cursor = 0 if where == 0 else max(len(self.view) - 1, 0)
-        self._scroll_cursor_visible()
-        self.refresh()
-
     def action_choose(self) -> None:
         if self.view:
             row = self.rows[self.view[self.cursor]]
@@ -267,16 +234,6 @@ class KernelTableView(ScrollView, can_focus=True):
         self.post_message(self.FilterRequested())
 
     # -- rendering -------------------------------------------------------------------------------
-    def _scroll_cursor_visible(self) -> None:
-        visible = max(self.size.height - 1, 1)
-        top = int(self.scroll_offset.y)
-        if self.cursor < top:
-            top = self.cursor
-        elif self.cursor >= top + visible:
-            top = self.cursor - visible + 1
-        if top != int(self.scroll_offset.y):
-            self.scroll_to(y=top, animate=False, immediate=True)
-
     def _widths(self, width: int) -> list[int]:
         fixed = sum(c.width + 1 for c in self.columns if c.width)
         names = [c for c in self.columns if not c.width]
@@ -305,7 +262,7 @@ class KernelTableView(ScrollView, can_focus=True):
         if position >= len(self.view):
             return Strip.blank(width, styles["base"])
         row = self.rows[self.view[position]]
-        cells = [_fit(_cell(row, c.key), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
+        cells = [fit(_cell(row, c.key), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
         style = styles["cursor"] if position == self.cursor else styles["base"]
         return Strip([Segment(" ".join(cells), style)]).crop_extend(0, width, style)
 
@@ -319,9 +276,9 @@ class KernelTableView(ScrollView, can_focus=True):
             cells = []
             for i, (c, w) in enumerate(zip(self.columns, self._widths(width))):
                 t = c.title + (("↓" if self.descending else "↑") if i == self.sort_index else "")
-                cells.append(_fit(t, w, c.numeric))
+                cells.append(fit(t, w, c.numeric))
             return Strip([Segment(" ".join(cells), styles["header"])]).crop_extend(0, width, styles["base"])
-        position = int(self.scroll_offset.y) + y - 1
+        position = self.row_at(y)
         key = (position, position == self.cursor, self.has_focus, width, self._version)
         strip = self._cache.get(key)
         if strip is None:
@@ -329,12 +286,5 @@ class KernelTableView(ScrollView, can_focus=True):
             self._cache[key] = strip
         return strip
 
-    def on_resize(self) -> None:
+    def resized(self) -> None:
         self._cache.clear()
-        self.virtual_size = Size(self.size.width, len(self.view) + 1)
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()

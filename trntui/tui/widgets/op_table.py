@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,30 +11,19 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from trntui.analysis.surprises import MARK
 from trntui.report import format_time
 from trntui.tui.messages import PaneTitleChanged
+from trntui.tui.widgets.rows import Column, RowList, cursor_bindings, filter_pattern, fit
 from trntui.textsafe import safe_text
 
 if TYPE_CHECKING:
     from trntui.analysis.key_averages import OpTable
     from trntui.model.profile import Profile
     from trntui.tui.panes import LoadedRun
-
-
-@dataclass(frozen=True)
-class Column:
-    """One table column: the OpTable field, its header and its width (0 = the name column, takes the rest)."""
-
-    key: str
-    title: str
-    width: int
-    numeric: bool = True
 
 
 def table_columns(table: "OpTable") -> list[Column]:
@@ -131,13 +120,7 @@ def table_csv(table: "OpTable", rows: np.ndarray, columns: list[Column], extra: 
     return buf.getvalue()
 
 
-def _fit(text: str, width: int, right: bool) -> str:
-    if len(text) > width:
-        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
-    return text.rjust(width) if right else text.ljust(width)
-
-
-class OpTableView(ScrollView, can_focus=True):
+class OpTableView(RowList):
     """Sortable, filterable op table drawn line by line from the `OpTable` columns."""
 
     ALLOW_MAXIMIZE = True
@@ -145,12 +128,7 @@ class OpTableView(ScrollView, can_focus=True):
     HELP = "Ops: torch's key_averages table. Enter selects an op everywhere."
 
     BINDINGS = [
-        Binding("down,j", "cursor(1)", "Down", show=False, id="ops-down"),
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="ops-up"),
-        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False, id="ops-page-down"),
-        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False, id="ops-page-up"),
-        Binding("home,g", "jump(0)", "First row", show=False, id="ops-top"),
-        Binding("end,G", "jump(-1)", "Last row", show=False, id="ops-bottom"),
+        *cursor_bindings("ops"),
         Binding("enter", "select", "Select op", id="ops-select"),
         Binding("s", "cycle_sort", "Sort column", id="ops-sort-next"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="ops-sort-reverse"),
@@ -310,9 +288,9 @@ class OpTableView(ScrollView, can_focus=True):
         self._version += 1
         self._cache.clear()
         self.cursor = min(self.cursor, max(len(self.view) - 1, 0))
-        self.virtual_size = Size(self.size.width, len(self.view) + 1)
+        self.update_extent()
         self.post_message(PaneTitleChanged(self))
-        self._scroll_cursor_visible()
+        self.scroll_cursor_visible()
         self.refresh()
 
     def sort_by(self, key: str, descending: bool | None = None) -> None:
@@ -327,7 +305,7 @@ class OpTableView(ScrollView, can_focus=True):
 
     def set_filter(self, pattern: str) -> None:
         """Keep rows whose name matches the regex `pattern` (case-insensitive); raises `re.error` if invalid."""
-        self.pattern = re.compile(pattern, re.IGNORECASE) if pattern else None
+        self.pattern = filter_pattern(pattern)
         self.cursor = 0
         self._rebuild()
 
@@ -336,24 +314,12 @@ class OpTableView(ScrollView, can_focus=True):
         hits = np.nonzero(self.view == row)[0]
         if len(hits):
             self.cursor = int(hits[0])
-            self._scroll_cursor_visible()
+            self.scroll_cursor_visible()
             self.refresh()
 
     # -- actions ---------------------------------------------------------------------------------
-    def action_cursor(self, delta: int) -> None:
-        if len(self.view) == 0:
-            return
-        self.cursor = int(np.clip(self.cursor + delta, 0, len(self.view) - 1))
-        self._scroll_cursor_visible()
-        self.refresh()
-
-    def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(self.size.height - 2, 1))
-
-    def action_jump(self, where: int) -> None:
-        self.cursor = 0 if where == 0 else max(len(self.view) - 1, 0)
-        self._scroll_cursor_visible()
-        self.refresh()
+    def row_count(self) -> int:
+        return len(self.view)
 
     def action_select(self, then: str = "") -> None:
         if len(self.view) == 0:
@@ -499,16 +465,6 @@ class OpTableView(ScrollView, can_focus=True):
         return True
 
     # -- rendering -------------------------------------------------------------------------------
-    def _scroll_cursor_visible(self) -> None:
-        rows_visible = max(self.size.height - 1, 1)
-        top = int(self.scroll_offset.y)
-        if self.cursor < top:
-            top = self.cursor
-        elif self.cursor >= top + rows_visible:
-            top = self.cursor - rows_visible + 1
-        if top != int(self.scroll_offset.y):
-            self.scroll_to(y=top, animate=False, immediate=True)
-
     def layout(self, width: int) -> list[tuple[int, int]]:
         """(column index, cells) of the columns drawn at `width`: when the names would get fewer than
         `NAME_MIN` cells, the least important columns give way (never the sorted one); the name column takes
@@ -585,7 +541,7 @@ class OpTableView(ScrollView, can_focus=True):
             title = col.title
             if i == self.sort_index:
                 title = f"{title}{'↓' if self.descending else '↑'}"
-            cells.append(_fit(title, w, col.numeric))
+            cells.append(fit(title, w, col.numeric))
         styles = self._styles()
         return self._line(cells, styles["header"]).crop_extend(0, width, styles["base"])
 
@@ -601,7 +557,7 @@ class OpTableView(ScrollView, can_focus=True):
             text = self._name_cell(k) if c.key == "name" else _format(table, c.key, k, self.spread)
             if c.key in self._marked_fields:
                 text += MARK if (k, c.key) in self.marks else " "
-            cells.append(_fit(text, w, c.numeric))
+            cells.append(fit(text, w, c.numeric))
         role = "selected" if k == self.selected_row else "base"
         if position == self.cursor:
             role = "selected-cursor" if role == "selected" else "cursor"
@@ -616,7 +572,7 @@ class OpTableView(ScrollView, can_focus=True):
             return Strip([Segment(text, base)]).crop_extend(0, width, base)
         if y == 0:
             return self._header(width)
-        position = int(self.scroll_offset.y) + y - 1
+        position = self.row_at(y)
         focused = self.has_focus
         key = (position, position == self.cursor, focused, width, self._version, self.selected_row)
         strip = self._cache.get(key)
@@ -625,13 +581,6 @@ class OpTableView(ScrollView, can_focus=True):
             self._cache[key] = strip
         return strip
 
-    def on_resize(self) -> None:
+    def resized(self) -> None:
         self._cache.clear()
         self.post_message(PaneTitleChanged(self))
-        self.virtual_size = Size(self.size.width, len(self.view) + 1)
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()

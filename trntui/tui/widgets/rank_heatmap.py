@@ -15,12 +15,11 @@ from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from trntui.textsafe import safe_text
+from trntui.tui.widgets.rows import RowList, cursor_bindings
 
 if TYPE_CHECKING:
     from trntui.analysis.ranks import RanksReport
@@ -46,20 +45,16 @@ def shade_levels(matrix: np.ndarray) -> tuple[np.ndarray, float, float]:
     return levels, lo, hi
 
 
-class RankHeatmap(ScrollView, can_focus=True):
+class RankHeatmap(RowList):
     """Ranks (lines) × steps (cells), shaded by step time; the cursor picks a rank and a step."""
 
     ALLOW_MAXIMIZE = True
 
     BINDINGS = [
-        Binding("down,j", "move(1, 0)", "Down", show=False, id="ranks-down"),
-        Binding("up,k", "move(-1, 0)", "Up", show=False, id="ranks-up"),
+        *cursor_bindings("ranks", first="First rank", last="Last rank")[:2],
         Binding("right,l", "move(0, 1)", "Next step", show=False, id="ranks-right"),
         Binding("left,h", "move(0, -1)", "Previous step", show=False, id="ranks-left"),
-        Binding("pagedown,ctrl+d", "page(1)", "Page down", show=False, id="ranks-page-down"),
-        Binding("pageup,ctrl+u", "page(-1)", "Page up", show=False, id="ranks-page-up"),
-        Binding("home,g", "jump(0)", "First rank", show=False, id="ranks-top"),
-        Binding("end,G", "jump(-1)", "Last rank", show=False, id="ranks-bottom"),
+        *cursor_bindings("ranks", first="First rank", last="Last rank")[2:],
         Binding("enter", "open", "Open rank", id="ranks-open"),
         Binding("space", "mark", "Mark to compare", id="ranks-mark"),
         Binding("s", "cycle_sort", "Sort", id="ranks-sort"),
@@ -113,6 +108,12 @@ class RankHeatmap(ScrollView, can_focus=True):
         self.marked = []
         self._reorder()
 
+    def row_count(self) -> int:
+        return len(self.order)
+
+    def cursor_moved(self) -> None:
+        self.post_message(self.CursorMoved(self))
+
     @property
     def row(self) -> int:
         """The report row under the cursor (-1 when empty)."""
@@ -129,27 +130,28 @@ class RankHeatmap(ScrollView, can_focus=True):
         else:
             self.order = list(range(n))
         self.cursor = self.order.index(current) if current in self.order else 0
-        self.virtual_size = Size(self.size.width, len(self.order) + 1)
-        self._visible()
+        self.update_extent()
+        self.scroll_cursor_visible()
         self.refresh()
-        self.post_message(self.CursorMoved(self))
+        self.cursor_moved()
 
     # -- actions -----------------------------------------------------------------------------------
     def action_move(self, drow: int, dcol: int) -> None:
+        """The cursor `drow` ranks down and `dcol` steps right."""
         if not self.order:
             return
-        self.cursor = int(np.clip(self.cursor + drow, 0, len(self.order) - 1))
         steps = len(self.report.step_labels) if self.report else 0
         self.col = int(np.clip(self.col + dcol, 0, max(steps - 1, 0)))
-        self._visible()
-        self.refresh()
-        self.post_message(self.CursorMoved(self))
+        self.move_cursor(self.cursor + drow)
 
-    def action_page(self, direction: int) -> None:
-        self.action_move(direction * max(self.size.height - 2, 1), 0)
-
-    def action_jump(self, where: int) -> None:
-        self.action_move(-len(self.order) if where == 0 else len(self.order), 0)
+    def scroll_cursor_visible(self) -> None:
+        """The cursor's rank on screen, and its step among the columns shown."""
+        super().scroll_cursor_visible()
+        fit = self._columns_fit(self.size.width or 80)
+        if self.col < self.first_col:
+            self.first_col = self.col
+        elif self.col >= self.first_col + fit:
+            self.first_col = self.col - fit + 1
 
     def action_open(self) -> None:
         if self.order:
@@ -186,21 +188,6 @@ class RankHeatmap(ScrollView, can_focus=True):
     def _columns_fit(self, width: int) -> int:
         return max((width - self._label_width() - 12) // self.cell, 1)
 
-    def _visible(self) -> None:
-        rows_visible = max(self.size.height - 1, 1)
-        top = int(self.scroll_offset.y)
-        if self.cursor < top:
-            top = self.cursor
-        elif self.cursor >= top + rows_visible:
-            top = self.cursor - rows_visible + 1
-        if top != int(self.scroll_offset.y):
-            self.scroll_to(y=top, animate=False, immediate=True)
-        fit = self._columns_fit(self.size.width or 80)
-        if self.col < self.first_col:
-            self.first_col = self.col
-        elif self.col >= self.first_col + fit:
-            self.first_col = self.col - fit + 1
-
     # -- rendering ---------------------------------------------------------------------------------
     def _style(self, part: str) -> Style:
         return self.rich_style + self.get_component_rich_style(f"rank-heatmap--{part}")
@@ -226,7 +213,7 @@ class RankHeatmap(ScrollView, can_focus=True):
             for lab in labels:
                 head += safe_text(lab)[-(cell - 1):].rjust(cell)
             return Strip([Segment(head, self._style("header"))]).crop_extend(0, width, base)
-        pos = int(self.scroll_offset.y) + y - 1
+        pos = self.row_at(y)
         if pos >= len(self.order):
             return Strip.blank(width, base)
         i = self.order[pos]
@@ -251,15 +238,8 @@ class RankHeatmap(ScrollView, can_focus=True):
             return ""
         return f"shade: {SHADES[0]} {_ms(self.lo)} ms … {SHADES[-1]} {_ms(self.hi)} ms (step time)"
 
-    def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.order) + 1)
-        self._visible()
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
+    def resized(self) -> None:
+        self.scroll_cursor_visible()
 
 
 def _blend(level: int):
