@@ -26,6 +26,7 @@ from trntui.tui.messages import (
 )
 from trntui.tui.panes import PANES, LoadedRun, Pane, same_view
 from trntui.tui.screens import SCREENS, screen_spec
+from trntui.tui.screens.timeline_requests import TimelineRequests
 from trntui.tui.widgets.calltree import CallTreeView
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.keys_footer import KeysFooter
@@ -114,7 +115,7 @@ def describe(profile: "Profile", run_name: str, source: str) -> str:
     return " · ".join(p for p in parts if p)
 
 
-class TrntuiApp(App[None]):
+class TrntuiApp(TimelineRequests, App[None]):
     """Find the hotspot, see it on the timeline, follow it down to the hardware — with the keyboard."""
 
     CSS_PATH = Path(__file__).with_name("trntui.tcss")

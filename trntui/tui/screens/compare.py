@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from trntui.textsafe import safe_text, truncate
+from trntui.tui.screens.timeline_requests import TimelineRequests
 from trntui.tui.widgets.regex_filter import RegexFilterInput
 
 if TYPE_CHECKING:
@@ -380,7 +381,7 @@ class OpTimelineScreen(Screen[None]):
         self.app.pop_screen()
 
 
-class CompareApp(App[None]):
+class CompareApp(TimelineRequests, App[None]):
     """The compare view on its own (for `trntui compare` and `trntui profile --variant all`)."""
 
     TITLE = "trntui compare"

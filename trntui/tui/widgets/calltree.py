@@ -22,7 +22,7 @@ from trntui.analysis.timeline import format_ns
 from trntui.textsafe import safe_text
 from trntui.tui.messages import PaneTitleChanged
 from trntui.tui.widgets.rows import RowList, cursor_bindings
-from trntui.tui.widgets.timeline import fit_cells
+from trntui.tui.widgets.timeline_draw import fit_cells
 
 if TYPE_CHECKING:
     from trntui.model.profile import Profile
