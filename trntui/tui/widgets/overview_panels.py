@@ -79,7 +79,8 @@ def breakdown_text(ov: "Overview", width: int, max_steps: int | None = None) -> 
     for k, s in enumerate(shown):
         bar(f"step {s.number} {format_us(s.duration)}", [float(ov.costs[k, ov.categories.index(c)]) for c in ov.visible], s.duration)
     if len(shown) < len(ov.steps):
-        out.append(f"… {len(ov.steps) - len(shown)} more steps\n", style="dim")
+        out.append(f"… {len(ov.steps) - len(shown):,} more steps (trntui overview --format csv lists every one)\n",
+                   style="dim")
     notes = ov.notes()
     for n in notes:
         out.append(f"{n}\n", style="dim")
@@ -176,6 +177,11 @@ def sparkline(values, width: int) -> str:
     return "".join(SPARK[k] for k in levels)
 
 
+MAX_STEP_BARS = 200
+"""Step bars the app draws (the first ones; a line says how many more): Textual lays out every line of a Static,
+and 100k steps' bars kept the screen from answering a key for minutes (issue 28 class 3)."""
+
+
 class OverviewPanel(Static):
     """A Static that redraws its text from the overview at its current width."""
 
@@ -196,7 +202,7 @@ class OverviewPanel(Static):
             return
         width = max((self.content_region.width or self.size.width or 80), 20)
         text = {
-            "breakdown": lambda: breakdown_text(ov, width),
+            "breakdown": lambda: breakdown_text(ov, width, MAX_STEP_BARS),
             "metrics": lambda: metrics_text(ov, width),
             "recommendations": lambda: recommendations_text(ov),
             "memory": lambda: memory_text(ov, width),
