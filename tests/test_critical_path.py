@@ -442,3 +442,19 @@ def test_host_time_under_a_dataloader_scope_is_data_loading(tmp_path):
     tr.op("aten::mm", 50, 10)
     cp = critical_paths(_load(tr.write(tmp_path / "dl.json")))[0]
     assert _us(cp) == {"data_loading": 20, "cpu_bound": 10} and cp.bound_by == "data_loading"
+
+
+def test_steps_one_path_each_or_joined(corpus_dir, capsys):
+    """--steps 102-103: one path per step; --join-steps: one path over both (HTA's advice for pipelined training),
+    no shorter than either step's and no longer than their two spans."""
+    from tests.conftest import run_cli
+
+    path = str(corpus_dir / "cuda_ns_resolution_68k.json.gz")
+    rc, out, _ = run_cli(capsys, "overview", path, "--format", "json", "--steps", "102-103")
+    each = json.loads(out)["critical_path"]
+    assert rc == 0 and [c["steps"] for c in each] == [[102], [103]]
+    rc, out, _ = run_cli(capsys, "overview", path, "--format", "json", "--steps", "102-103", "--join-steps")
+    (joined,) = json.loads(out)["critical_path"]
+    assert joined["steps"] == [102, 103]
+    assert max(c["path_us"] for c in each) < joined["path_us"] <= sum(c["step_us"] for c in each) + 1
+    assert sum(joined["breakdown_pct"].values()) == pytest.approx(100, abs=0.05)
