@@ -167,9 +167,27 @@ sys.exit(code)
 def _env(tmp_path: Path, cache: bool = False) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRNTUI_")}
     env.update(TRNTUI_CACHE_DIR=str(tmp_path / "cache"), TRNTUI_NO_PROGRESS="1", TRNTUI_CACHE_MIN_BYTES="0")
+    env["TRNTUI_KINETO_PARSER"] = "python"  # the early child serves the Python path (the compiled one forks none)
     if not cache:
         env["TRNTUI_NO_CACHE"] = "1"
     return env
+
+
+def test_the_compiled_path_forks_no_early_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trntui.loaders.kineto import parser, pieces
+
+    if parser._scan is None:
+        pytest.skip("the compiled parser is not built in this install")
+    trace = tmp_path / "big.json"
+    trace.write_bytes(b'{"traceEvents": [' + b",".join([b'{"ph": "X", "name": "a", "ts": 1, "dur": 1}'] * 1000) + b"]}")
+    monkeypatch.setattr(pieces, "_PARALLEL_MIN_BYTES", 1)
+    forked: list[str] = []
+    monkeypatch.setattr(early, "_fork", lambda data, identity: forked.append(mode) or data.close())
+    for mode in ("compiled", "python"):
+        monkeypatch.setenv("TRNTUI_KINETO_PARSER", mode)
+        early.start(trace, None)
+        early.cancel()
+    assert forked == ["python"]
 
 
 def _early_run(tmp_path: Path, args: list[str], repo_dir: Path, **env: str) -> tuple[int, str, str, dict]:

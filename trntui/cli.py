@@ -12,7 +12,7 @@ import importlib.util
 import os
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from trntui import __version__
 
@@ -56,7 +56,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="trntui",
         description="Terminal profiler explorer for PyTorch traces (Kineto trace.json, Neuron system traces).",
     )
-    parser.add_argument("--version", action="version", version=f"trntui {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the version and the Kineto parser in use")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES if only not in COMMAND_MODULES else (only,):
         modname = f"trntui.commands.{name}"
@@ -74,6 +74,19 @@ EARLY_COMMANDS = ("summary",)
 """Commands whose arguments are parsed before numpy is imported, so that their `before_numpy(args)` (a parser
 default) runs first: `summary` forks its load's decoder there (trntui/loaders/kineto/early.py). Their arguments
 are checked without numpy but for --steps and --window (tests/test_early_decoder.py)."""
+
+
+class _Version(argparse.Action):
+    """`trntui --version`: the version and which Kineto parser this install uses (compiled or Python)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from trntui.loaders.kineto.parser import describe
+
+        print(f"trntui {__version__}\n{describe()}")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:

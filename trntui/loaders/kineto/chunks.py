@@ -14,6 +14,8 @@ import msgspec
 
 from trntui.loaders.kineto import pieces
 from trntui.loaders.kineto.columns import Part, clock_base, part_of
+from trntui.loaders.kineto.compiled import part_of_text as compiled_part
+from trntui.loaders.kineto.parser import enabled
 from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, array_span
 from trntui.loaders.kineto.schema import Ev
 from trntui.progress import report
@@ -30,16 +32,22 @@ class _NotChunkable(Exception):
     """The event array cannot be decoded in chunks; the caller takes the whole-file path."""
 
 
+def _first_cut(inner: memoryview, pos: int) -> tuple[int, int]:
+    """(end, next start) of the chunk starting at `pos`: cut at the first candidate boundary ~_CHUNK_BYTES on."""
+    size = len(inner)
+    if pos + _CHUNK_BYTES < size:
+        m = BOUNDARY.search(inner, pos + _CHUNK_BYTES)
+        if m is not None:
+            return m.start() + 1, m.end() - 1
+    return size, size
+
+
 def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
     """(events, next position) for the chunk of `inner` starting at event boundary `pos`, cut at the first
     candidate boundary ~_CHUNK_BYTES further (a cut inside a string or nested object is extended to the next
     candidate). (None, len(inner)) when the decode fails through to the end of `inner`."""
     size = len(inner)
-    end = nxt = size
-    if pos + _CHUNK_BYTES < size:
-        m = BOUNDARY.search(inner, pos + _CHUNK_BYTES)
-        if m is not None:
-            end, nxt = m.start() + 1, m.end() - 1
+    end, nxt = _first_cut(inner, pos)
     for _attempt in range(4):
         try:
             return PIECES.decode(inner[pos:end]), nxt
@@ -93,11 +101,23 @@ def _decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part]
     parts: list[Part] = []
     pos = 0
     linking = False  # once a row that links is seen, every later piece parses its link ids at once
+    fast = compiled_part if enabled() else None
     try:
         while True:
             inner = view[a + 1 : e]
             if pos >= len(inner):
                 break
+            if fast is not None:  # the compiled builder; a piece it leaves (None) takes msgspec's decode below
+                end, nxt = _first_cut(inner, pos)
+                part = fast(inner[pos:end], linking, base)
+                if part is not None:
+                    parts.append(part)
+                    linking = linking or part.linking
+                    pos = nxt
+                    if stream is not None:
+                        stream.after_chunk(part, a + 1 + pos)
+                    report("decoding", a + 1 + pos, n)
+                    continue
             events, nxt = _decode_chunk(inner, pos)
             if events is None:
                 nxt_end = next(ends, None)  # the array may end earlier (a `]` in the tail's values)

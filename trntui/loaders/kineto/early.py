@@ -108,6 +108,13 @@ def start(path: Path, budget: int | None) -> None:
     global _CHILD
     if _CHILD is not None:
         return
+    from trntui.loaders.kineto.parser import ParserUnavailable, enabled
+
+    try:
+        if enabled():
+            return  # the compiled builder decodes the pieces itself (its load forks no early child)
+    except ParserUnavailable:
+        return  # (the load says so)
     try:
         from trntui import fsio
 

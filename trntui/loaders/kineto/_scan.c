@@ -1,0 +1,827 @@
+/* The compiled column builder for Kineto traces: one pass over a piece of the event array (the text between
+ * two event boundaries, `{...},{...}`) writing each field straight into its column.
+ *
+ * A scanner of our own, written for the chrome-trace shape only: it accepts strictly less than msgspec's typed
+ * decode (schema.Ev) does, and anything it is not sure of (a string pid, an escaped key, a number it cannot
+ * convert exactly, invalid UTF-8 anywhere, nesting deeper than MAX_DEPTH, a duplicate field, a value of the wrong
+ * type, ...) makes `scan` return None: the caller then decodes that piece with the Python path, which gives the
+ * result or the error it always gave. What it accepts it converts exactly as the Python path does
+ * (compiled.py builds the same `Part` from these columns; the tests compare both paths).
+ *
+ * Safety: every read is bounds-checked against the buffer's end; no length or count in the input is trusted
+ * (columns grow as events are found); the recursion depth is bounded. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+#define NO_ID (-1)
+
+typedef const unsigned char *cp;
+
+/* ---- growable byte buffers ---- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) {
+        if (cap > ((size_t)1 << 60)) return -1;
+        cap *= 2;
+    }
+    char *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+#define PUT(b, v) buf_put((b), &(v), sizeof(v))
+
+static void buf_free(Buf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- first-occurrence interning of decoded strings ---- */
+
+typedef struct {
+    Buf arena;   /* the distinct strings' bytes, one after the other */
+    Buf offs;    /* size_t offset per distinct string (and its end: offs[k+1], arena.len for the last) */
+    uint32_t *slots; /* code + 1, 0: empty */
+    uint64_t *hashes;
+    size_t nslots, n;
+} Intern;
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static size_t str_off(Intern *t, size_t k) { return ((size_t *)t->offs.p)[k]; }
+static size_t str_end(Intern *t, size_t k) { return k + 1 < t->n ? str_off(t, k + 1) : t->arena.len; }
+
+static int intern_grow(Intern *t) {
+    size_t ns = t->nslots ? t->nslots * 2 : 64;
+    uint32_t *slots = calloc(ns, sizeof(uint32_t));
+    uint64_t *hashes = realloc(t->hashes, ns * sizeof(uint64_t));
+    if (!slots || !hashes) {
+        free(slots);
+        if (hashes) t->hashes = hashes;
+        return -1;
+    }
+    t->hashes = hashes; /* per code (only the first n are used) */
+    for (size_t k = 0; k < t->n; k++) {
+        size_t i = t->hashes[k] & (ns - 1);
+        while (slots[i]) i = (i + 1) & (ns - 1);
+        slots[i] = (uint32_t)(k + 1);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+/* The code of `s` (first-occurrence order); -1 on memory exhaustion. */
+static int32_t intern(Intern *t, const char *s, size_t n) {
+    if (t->n * 2 >= t->nslots && intern_grow(t)) return -1;
+    if (t->n >= 0x7fffffff) return -1;
+    uint64_t h = hash_bytes(s, n);
+    size_t mask = t->nslots - 1, i = h & mask;
+    while (t->slots[i]) {
+        size_t k = t->slots[i] - 1;
+        if (t->hashes[k] == h) {
+            size_t a = str_off(t, k), e = str_end(t, k);
+            if (e - a == n && memcmp(t->arena.p + a, s, n) == 0) return (int32_t)k;
+        }
+        i = (i + 1) & mask;
+    }
+    size_t off = t->arena.len;
+    if (buf_put(&t->arena, s, n) || PUT(&t->offs, off)) return -1;
+    t->hashes[t->n] = h;
+    t->slots[i] = (uint32_t)(t->n + 1);
+    return (int32_t)t->n++;
+}
+
+static void intern_free(Intern *t) {
+    buf_free(&t->arena);
+    buf_free(&t->offs);
+    free(t->slots);
+    free(t->hashes);
+}
+
+static PyObject *intern_list(Intern *t) {
+    PyObject *out = PyList_New((Py_ssize_t)t->n);
+    if (!out) return NULL;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t a = str_off(t, k), e = str_end(t, k);
+        PyObject *s = PyUnicode_DecodeUTF8(t->arena.p + a, (Py_ssize_t)(e - a), "strict");
+        if (!s) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)k, s);
+    }
+    return out;
+}
+
+/* ---- the scanner ---- */
+
+enum { OK = 0, BAIL = 1, NOMEM = 2 };
+
+typedef struct {
+    cp p, end;
+    Buf scratch; /* a decoded string with escapes */
+} S;
+
+static inline int is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static inline void skip_ws(S *s) {
+    while (s->p < s->end && is_ws(*s->p)) s->p++;
+}
+
+typedef struct {
+    cp a;       /* the content (after the opening quote) */
+    size_t len; /* raw content length */
+    int esc;    /* has a backslash escape */
+} Str;
+
+static int hexval(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int hex4(cp p, cp end, unsigned *out) {
+    if (end - p < 4) return BAIL;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0) return BAIL;
+        v = v * 16 + (unsigned)h;
+    }
+    *out = v;
+    return OK;
+}
+
+/* Length (2-4) of the valid UTF-8 sequence at p (first byte >= 0x80), 0 when invalid (overlong, surrogate,
+ * beyond U+10FFFF, cut short). */
+static int utf8_len(cp p, cp end) {
+    unsigned c = p[0];
+    ptrdiff_t left = end - p;
+    if (c >= 0xC2 && c <= 0xDF) return left >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && p[1] < 0xA0) return 0;  /* overlong */
+        if (c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+        if (c == 0xF0 && p[1] < 0x90) return 0;
+        if (c == 0xF4 && p[1] >= 0x90) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* A string at s->p (on its opening quote): validated strictly, s->p moved past the closing quote. */
+static int scan_string(S *s, Str *out) {
+    cp p = s->p + 1, end = s->end;
+    out->a = p;
+    out->esc = 0;
+    while (p < end) {
+        unsigned char c = *p;
+        if (c == '"') {
+            out->len = (size_t)(p - out->a);
+            s->p = p + 1;
+            return OK;
+        }
+        if (c < 0x20) return BAIL;
+        if (c == '\\') {
+            out->esc = 1;
+            if (p + 1 >= end) return BAIL;
+            unsigned char e = p[1];
+            if (e == 'u') {
+                unsigned v;
+                if (hex4(p + 2, end, &v)) return BAIL;
+                p += 6;
+                if (v >= 0xD800 && v <= 0xDBFF) { /* a high surrogate: its low half must follow */
+                    unsigned w;
+                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, end, &w)) return BAIL;
+                    if (w < 0xDC00 || w > 0xDFFF) return BAIL;
+                    p += 6;
+                } else if (v >= 0xDC00 && v <= 0xDFFF) {
+                    return BAIL;
+                }
+                continue;
+            }
+            if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+                continue;
+            }
+            return BAIL;
+        }
+        if (c >= 0x80) {
+            int k = utf8_len(p, end);
+            if (!k) return BAIL;
+            p += k;
+            continue;
+        }
+        p++;
+    }
+    return BAIL; /* unterminated */
+}
+
+static void put_utf8(char **o, unsigned v) {
+    char *q = *o;
+    if (v < 0x80) {
+        *q++ = (char)v;
+    } else if (v < 0x800) {
+        *q++ = (char)(0xC0 | (v >> 6));
+        *q++ = (char)(0x80 | (v & 0x3F));
+    } else if (v < 0x10000) {
+        *q++ = (char)(0xE0 | (v >> 12));
+        *q++ = (char)(0x80 | ((v >> 6) & 0x3F));
+        *q++ = (char)(0x80 | (v & 0x3F));
+    } else {
+        *q++ = (char)(0xF0 | (v >> 18));
+        *q++ = (char)(0x80 | ((v >> 12) & 0x3F));
+        *q++ = (char)(0x80 | ((v >> 6) & 0x3F));
+        *q++ = (char)(0x80 | (v & 0x3F));
+    }
+    *o = q;
+}
+
+/* The decoded UTF-8 bytes of a string validated by scan_string (escapes resolved into s->scratch). */
+static int decode_str(S *s, const Str *in, const char **d, size_t *n) {
+    if (!in->esc) {
+        *d = (const char *)in->a;
+        *n = in->len;
+        return OK;
+    }
+    s->scratch.len = 0;
+    if (buf_reserve(&s->scratch, in->len + 4)) return NOMEM; /* decoded is never longer than escaped */
+    char *o = s->scratch.p;
+    cp p = in->a, end = in->a + in->len;
+    while (p < end) {
+        if (*p != '\\') {
+            *o++ = (char)*p++;
+            continue;
+        }
+        unsigned char e = p[1];
+        if (e == 'u') {
+            unsigned v;
+            hex4(p + 2, end, &v);
+            p += 6;
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                unsigned w;
+                hex4(p + 2, end, &w);
+                p += 6;
+                v = 0x10000 + ((v - 0xD800) << 10) + (w - 0xDC00);
+            }
+            put_utf8(&o, v);
+            continue;
+        }
+        char c = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (char)e;
+        *o++ = c;
+        p += 2;
+    }
+    *d = s->scratch.p;
+    *n = (size_t)(o - s->scratch.p);
+    return OK;
+}
+
+typedef struct {
+    cp a;
+    size_t len;
+    int is_int;
+    int digits; /* integer digits (is_int) */
+} Num;
+
+/* A JSON number at s->p: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int scan_number(S *s, Num *out) {
+    cp p = s->p, end = s->end;
+    out->a = p;
+    out->is_int = 1;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return BAIL;
+    cp d0 = p;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else {
+        return BAIL;
+    }
+    out->digits = (int)((p - d0) > 1000 ? 1000 : (p - d0));
+    if (p < end && *p == '.') {
+        out->is_int = 0;
+        p++;
+        cp f = p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        if (p == f) return BAIL;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        out->is_int = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        cp f = p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        if (p == f) return BAIL;
+    }
+    /* a number must end at a delimiter (msgspec: `1x` is malformed; here anything else fails later anyway) */
+    out->len = (size_t)(p - out->a);
+    s->p = p;
+    return OK;
+}
+
+/* An integer of at most 18 digits (exact in int64); BAIL otherwise. */
+static int num_int64(const Num *n, int64_t *v) {
+    if (!n->is_int || n->digits > 18) return BAIL;
+    cp p = n->a, end = n->a + n->len;
+    int neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    int64_t x = 0;
+    while (p < end) x = x * 10 + (*p++ - '0');
+    *v = neg ? -x : x;
+    return OK;
+}
+
+/* The float msgspec gives for a `float` field: ints of up to 18 digits converted exactly as Python's float(int)
+ * (round to nearest), other numbers by strtod (correctly rounded, as msgspec's parser); BAIL when out of range
+ * (msgspec: an error, or 0.0 for an underflow: left to the Python path) or too long to copy. */
+static int num_double(const Num *n, double *v) {
+    int64_t i;
+    if (n->is_int && num_int64(n, &i) == OK) {
+        *v = (double)i;
+        return OK;
+    }
+    char tmp[128];
+    if (n->len >= sizeof(tmp)) return BAIL;
+    memcpy(tmp, n->a, n->len);
+    tmp[n->len] = 0;
+    errno = 0;
+    char *e;
+    double d = strtod(tmp, &e);
+    if (errno || e != tmp + n->len || !isfinite(d)) return BAIL;
+    if (d == 0.0) { /* 0 is fine only when every digit is 0 (otherwise an underflow: left to Python) */
+        for (size_t k = 0; k < n->len; k++) {
+            if (tmp[k] == 'e' || tmp[k] == 'E') break;
+            if (tmp[k] >= '1' && tmp[k] <= '9') return BAIL;
+        }
+    }
+    *v = d;
+    return OK;
+}
+
+static int skip_value(S *s, int depth);
+
+static int lit(S *s, const char *w, size_t n) {
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0) return BAIL;
+    s->p += n;
+    return OK;
+}
+
+static int skip_value(S *s, int depth) {
+    if (s->p >= s->end) return BAIL;
+    unsigned char c = *s->p;
+    if (c == '"') {
+        Str x;
+        return scan_string(s, &x);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        Num x;
+        return scan_number(s, &x);
+    }
+    if (c == 't') return lit(s, "true", 4);
+    if (c == 'f') return lit(s, "false", 5);
+    if (c == 'n') return lit(s, "null", 4);
+    if (depth >= MAX_DEPTH) return BAIL;
+    if (c == '[') {
+        s->p++;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ']') {
+            s->p++;
+            return OK;
+        }
+        for (;;) {
+            if (skip_value(s, depth + 1)) return BAIL;
+            skip_ws(s);
+            if (s->p >= s->end) return BAIL;
+            if (*s->p == ']') {
+                s->p++;
+                return OK;
+            }
+            if (*s->p != ',') return BAIL;
+            s->p++;
+            skip_ws(s);
+        }
+    }
+    if (c == '{') {
+        s->p++;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            return OK;
+        }
+        for (;;) {
+            Str k;
+            if (s->p >= s->end || *s->p != '"' || scan_string(s, &k)) return BAIL;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != ':') return BAIL;
+            s->p++;
+            skip_ws(s);
+            if (skip_value(s, depth + 1)) return BAIL;
+            skip_ws(s);
+            if (s->p >= s->end) return BAIL;
+            if (*s->p == '}') {
+                s->p++;
+                return OK;
+            }
+            if (*s->p != ',') return BAIL;
+            s->p++;
+            skip_ws(s);
+        }
+    }
+    return BAIL;
+}
+
+/* Phase letters → codes (schema.PH); any other phase 0. */
+static int ph_code(const Str *x) {
+    if (x->len != 1 || x->esc) return 0;
+    switch (x->a[0]) {
+    case 'X': return 1;
+    case 'i': return 2;
+    case 'I': return 3;
+    case 'B': return 4;
+    case 'E': return 5;
+    case 'M': return 6;
+    case 's': return 7;
+    case 'f': return 8;
+    case 't': return 9;
+    default: return 0;
+    }
+}
+
+enum { F_PH = 1, F_NAME = 2, F_CAT = 4, F_TS = 8, F_DUR = 16, F_PID = 32, F_TID = 64, F_ID = 128, F_ARGS = 256 };
+enum { T_INT = 1, T_STR = 2, T_NULL = 3 };
+
+typedef struct {
+    unsigned seen;
+    Str ph, name, cat;
+    Num ts, dur;
+    int pid_t, tid_t, id_t;
+    Num pid, tid, id;
+    Str pid_s, tid_s;
+    cp args_a, args_e;
+} Fields;
+
+typedef struct {
+    Buf ph;
+    /* kept (X, i, I) */
+    Buf ts, dur, pid, tid, cat, name, astart, aend, blob;
+    Intern cats, names;
+    /* M, B, E: spans of the whole events */
+    Buf ostart, oend;
+    /* flows (s, f) */
+    Buf fts, fpid, ftid, fid, fcat;
+    Intern fcats;
+    /* string pids/tids: 1 per event where the value is a string (the column then holds its code in `idstrs`) */
+    Buf pidk, tidk, fpidk, ftidk;
+    Intern idstrs;
+} Out;
+
+static int id_value(S *s, Num *n, Str *x, int *t) {
+    unsigned char c = *s->p;
+    if (c == '"') {
+        *t = T_STR;
+        return scan_string(s, x);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        *t = T_INT;
+        if (scan_number(s, n)) return BAIL;
+        return n->is_int ? OK : BAIL; /* a float: msgspec's ValidationError (int | str) */
+    }
+    return BAIL;
+}
+
+static int string_value(S *s, Str *x) {
+    if (*s->p != '"') return BAIL;
+    return scan_string(s, x);
+}
+
+static int number_value(S *s, Num *n) {
+    unsigned char c = *s->p;
+    if (!(c == '-' || (c >= '0' && c <= '9'))) return BAIL;
+    if (scan_number(s, n)) return BAIL;
+    double d;
+    return num_double(n, &d); /* msgspec checks the range of every event's ts/dur */
+}
+
+static int key_is(const Str *k, const char *w, size_t n) { return k->len == n && memcmp(k->a, w, n) == 0; }
+
+static int scan_event(S *s, Fields *f) {
+    /* s->p on '{' */
+    s->p++;
+    skip_ws(s);
+    f->seen = 0;
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return OK;
+    }
+    for (;;) {
+        Str k;
+        if (s->p >= s->end || *s->p != '"' || scan_string(s, &k) || k.esc) return BAIL;
+        skip_ws(s);
+        if (s->p >= s->end || *s->p != ':') return BAIL;
+        s->p++;
+        skip_ws(s);
+        if (s->p >= s->end) return BAIL;
+        unsigned bit = 0;
+        int r;
+        switch (k.len) {
+        case 2:
+            if (key_is(&k, "ph", 2)) {
+                bit = F_PH;
+                r = string_value(s, &f->ph);
+            } else if (key_is(&k, "ts", 2)) {
+                bit = F_TS;
+                r = number_value(s, &f->ts);
+            } else if (key_is(&k, "id", 2)) {
+                bit = F_ID;
+                if (*s->p == 'n') {
+                    f->id_t = T_NULL;
+                    r = lit(s, "null", 4);
+                } else {
+                    Str unused;
+                    r = id_value(s, &f->id, &unused, &f->id_t);
+                }
+            } else {
+                r = skip_value(s, 0);
+            }
+            break;
+        case 3:
+            if (key_is(&k, "cat", 3)) {
+                bit = F_CAT;
+                r = string_value(s, &f->cat);
+            } else if (key_is(&k, "dur", 3)) {
+                bit = F_DUR;
+                r = number_value(s, &f->dur);
+            } else if (key_is(&k, "pid", 3)) {
+                bit = F_PID;
+                r = id_value(s, &f->pid, &f->pid_s, &f->pid_t);
+            } else if (key_is(&k, "tid", 3)) {
+                bit = F_TID;
+                r = id_value(s, &f->tid, &f->tid_s, &f->tid_t);
+            } else {
+                r = skip_value(s, 0);
+            }
+            break;
+        case 4:
+            if (key_is(&k, "name", 4)) {
+                bit = F_NAME;
+                r = string_value(s, &f->name);
+            } else if (key_is(&k, "args", 4)) {
+                bit = F_ARGS;
+                f->args_a = s->p;
+                r = skip_value(s, 0);
+                f->args_e = s->p;
+            } else {
+                r = skip_value(s, 0);
+            }
+            break;
+        default:
+            r = skip_value(s, 0);
+        }
+        if (r) return BAIL;
+        if (bit) {
+            if (f->seen & bit) return BAIL; /* a duplicate field (msgspec: the last wins): the Python path */
+            f->seen |= bit;
+        }
+        skip_ws(s);
+        if (s->p >= s->end) return BAIL;
+        if (*s->p == '}') {
+            s->p++;
+            return OK;
+        }
+        if (*s->p != ',') return BAIL;
+        s->p++;
+        skip_ws(s);
+    }
+}
+
+/* A pid/tid as int64 (absent: 0), or a string's code in o->idstrs (*k = 1); BAIL for an int beyond 18 digits. */
+static int field_id(S *s, Out *o, unsigned seen, unsigned bit, int t, const Num *n, const Str *x, int64_t *v,
+                    int8_t *k) {
+    *k = 0;
+    if (!(seen & bit)) {
+        *v = 0;
+        return OK;
+    }
+    if (t == T_STR) {
+        const char *d;
+        size_t len;
+        int r = decode_str(s, x, &d, &len);
+        if (r) return r;
+        int32_t c = intern(&o->idstrs, d, len);
+        if (c < 0) return NOMEM;
+        *v = c;
+        *k = 1;
+        return OK;
+    }
+    return num_int64(n, v);
+}
+
+static int field_str(S *s, Intern *t, unsigned seen, unsigned bit, const Str *x, int32_t *code) {
+    const char *d = "";
+    size_t n = 0;
+    if (seen & bit) {
+        int r = decode_str(s, x, &d, &n);
+        if (r) return r;
+    }
+    *code = intern(t, d, n);
+    return *code < 0 ? NOMEM : OK;
+}
+
+static int field_double(unsigned seen, unsigned bit, const Num *n, double *v) {
+    if (!(seen & bit)) {
+        *v = 0.0;
+        return OK;
+    }
+    return num_double(n, v);
+}
+
+static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
+    int8_t code = (f->seen & F_PH) ? (int8_t)ph_code(&f->ph) : 0;
+    if (PUT(&o->ph, code)) return NOMEM;
+    int r;
+    if (code >= 1 && code <= 3) {
+        double ts, dur;
+        int64_t pid, tid, a, e;
+        int32_t cat, name;
+        int8_t pk, tk;
+        if (field_double(f->seen, F_TS, &f->ts, &ts) || field_double(f->seen, F_DUR, &f->dur, &dur)) return BAIL;
+        if ((r = field_id(s, o, f->seen, F_PID, f->pid_t, &f->pid, &f->pid_s, &pid, &pk))) return r;
+        if ((r = field_id(s, o, f->seen, F_TID, f->tid_t, &f->tid, &f->tid_s, &tid, &tk))) return r;
+        if (PUT(&o->pidk, pk) || PUT(&o->tidk, tk)) return NOMEM;
+        if ((r = field_str(s, &o->cats, f->seen, F_CAT, &f->cat, &cat))) return r;
+        if ((r = field_str(s, &o->names, f->seen, F_NAME, &f->name, &name))) return r;
+        a = (int64_t)o->blob.len;
+        if (f->seen & F_ARGS) {
+            if (buf_put(&o->blob, f->args_a, (size_t)(f->args_e - f->args_a))) return NOMEM;
+        }
+        e = (int64_t)o->blob.len;
+        if (PUT(&o->ts, ts) || PUT(&o->dur, dur) || PUT(&o->pid, pid) || PUT(&o->tid, tid) || PUT(&o->cat, cat) ||
+            PUT(&o->name, name) || PUT(&o->astart, a) || PUT(&o->aend, e))
+            return NOMEM;
+    } else if (code >= 4 && code <= 6) {
+        int64_t a = ev_a - base, e = ev_e - base;
+        if (PUT(&o->ostart, a) || PUT(&o->oend, e)) return NOMEM;
+    } else if (code == 7 || code == 8) {
+        double ts;
+        int64_t pid, tid, id = NO_ID;
+        int32_t cat;
+        int8_t pk, tk;
+        if (field_double(f->seen, F_TS, &f->ts, &ts)) return BAIL;
+        if ((r = field_id(s, o, f->seen, F_PID, f->pid_t, &f->pid, &f->pid_s, &pid, &pk))) return r;
+        if ((r = field_id(s, o, f->seen, F_TID, f->tid_t, &f->tid, &f->tid_s, &tid, &tk))) return r;
+        if (PUT(&o->fpidk, pk) || PUT(&o->ftidk, tk)) return NOMEM;
+        if ((f->seen & F_ID) && f->id_t != T_NULL) {
+            if (f->id_t != T_INT || num_int64(&f->id, &id)) return BAIL;
+        }
+        if ((r = field_str(s, &o->fcats, f->seen, F_CAT, &f->cat, &cat))) return r;
+        if (PUT(&o->fts, ts) || PUT(&o->fpid, pid) || PUT(&o->ftid, tid) || PUT(&o->fid, id) || PUT(&o->fcat, cat))
+            return NOMEM;
+    }
+    return OK;
+}
+
+static void out_free(Out *o) {
+    Buf *bufs[] = {&o->ph, &o->ts, &o->dur, &o->pid, &o->tid, &o->cat, &o->name, &o->astart, &o->aend,
+                   &o->blob, &o->ostart, &o->oend, &o->fts, &o->fpid, &o->ftid, &o->fid, &o->fcat,
+                   &o->pidk, &o->tidk, &o->fpidk, &o->ftidk};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) buf_free(bufs[i]);
+    intern_free(&o->cats);
+    intern_free(&o->names);
+    intern_free(&o->fcats);
+    intern_free(&o->idstrs);
+}
+
+static int scan_piece(S *s, Out *o, Py_ssize_t *count) {
+    cp base = s->p;
+    Py_ssize_t n = 0;
+    skip_ws(s);
+    if (s->p >= s->end) {
+        *count = 0;
+        return OK;
+    }
+    for (;;) {
+        if (*s->p != '{') return BAIL; /* an element that is not an object: msgspec's ValidationError */
+        cp a = s->p;
+        Fields f;
+        int r = scan_event(s, &f);
+        if (r) return r;
+        if ((r = add_event(s, o, &f, a, s->p, base))) return r;
+        n++;
+        skip_ws(s);
+        if (s->p >= s->end) break;
+        if (*s->p != ',') return BAIL;
+        s->p++;
+        skip_ws(s);
+        if (s->p >= s->end) return BAIL; /* a trailing comma */
+    }
+    *count = n;
+    return OK;
+}
+
+static PyObject *bytearray_of(Buf *b) { return PyByteArray_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+
+PyDoc_STRVAR(scan_doc,
+             "scan(piece) -> tuple | None\n\n"
+             "The columns of a piece of a Kineto event array (events separated by commas, no brackets), or None\n"
+             "when the piece needs the Python path (compiled.py documents the tuple).");
+
+static Py_ssize_t last_bail = -1; /* where the last `scan` that returned None stopped (tests, diagnosis) */
+
+static PyObject *bail_at(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(last_bail); }
+
+static PyObject *scan(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    S s = {0};
+    s.p = view.buf;
+    s.end = (cp)view.buf + view.len;
+    Out o;
+    memset(&o, 0, sizeof(o));
+    Py_ssize_t n = 0;
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = scan_piece(&s, &o, &n);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (r == NOMEM) {
+        PyErr_NoMemory();
+    } else if (r == BAIL) {
+        last_bail = (Py_ssize_t)(s.p - (cp)view.buf);
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *cats = intern_list(&o.cats), *names = cats ? intern_list(&o.names) : NULL;
+        PyObject *fcats = names ? intern_list(&o.fcats) : NULL;
+        PyObject *ids = fcats ? intern_list(&o.idstrs) : NULL;
+        if (ids) {
+            result = Py_BuildValue(
+                "(nNNNNNNNNNNNNNNNNNNNNNNNNN)", n, bytearray_of(&o.ph), bytearray_of(&o.ts), bytearray_of(&o.dur),
+                bytearray_of(&o.pid), bytearray_of(&o.tid), bytearray_of(&o.cat), bytearray_of(&o.name),
+                bytearray_of(&o.astart), bytearray_of(&o.aend),
+                PyBytes_FromStringAndSize(o.blob.p ? o.blob.p : "", (Py_ssize_t)o.blob.len), cats, names,
+                bytearray_of(&o.ostart), bytearray_of(&o.oend), bytearray_of(&o.fts), bytearray_of(&o.fpid),
+                bytearray_of(&o.ftid), bytearray_of(&o.fid), bytearray_of(&o.fcat), fcats, bytearray_of(&o.pidk),
+                bytearray_of(&o.tidk), bytearray_of(&o.fpidk), bytearray_of(&o.ftidk), ids);
+        } else {
+            Py_XDECREF(cats);
+            Py_XDECREF(names);
+            Py_XDECREF(fcats);
+        }
+    }
+    out_free(&o);
+    buf_free(&s.scratch);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_O, scan_doc},
+    {"bail_at", bail_at, METH_NOARGS, "Where the last scan that returned None stopped (a byte offset; -1: none)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The compiled Kineto column builder.", -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,114 @@
+"""The compiled column builder (`_scan`, a C extension built by `pip install` where a compiler is available): a
+piece of the event array → the same `Part` that `columns.part_of` builds from msgspec's `Ev` objects.
+
+`_scan.scan(piece)` reads the piece's text once, writing each field straight into its column (no Python object
+per event): phases, the kept (X/i/I) events' times, pids, tids, interned names and categories (first-occurrence
+tables) and their args bytes joined into one blob; the flow halves' columns; the spans of the M/B/E events, which
+are decoded here with msgspec (few, and the merge wants them as `Ev`). It returns None for anything it does not
+handle exactly as msgspec would (a string pid, a number it cannot convert exactly, invalid UTF-8, deep nesting,
+a duplicate field, a malformed piece...): that piece then takes the Python path, which gives its usual result
+or error. So both paths give identical profiles (tests/test_compiled_parser.py compares them).
+
+Which path is in use: parser.py."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trntui.loaders.kineto.columns import (
+    LINKING_CATS, NOT_PARSED, FCols, Part, XCols, _kinds, _own_args, _piece_links, combos_of, flow_ns,
+    interval_ns,
+)
+from trntui.loaders.kineto.schema import PH, list_decoder
+from trntui.model.args import ArgsStore
+from trntui.model.profile import NO_ID
+
+from trntui.loaders.kineto.parser import _scan
+
+
+def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
+    """`part_of(list_decoder.decode(b"[" + piece + b"]"), links, base)` from the piece's text in one compiled pass;
+    None when the piece needs the Python path (see the module's text)."""
+    got = _scan.scan(piece)
+    if got is None:
+        return None
+    (n, ph_b, ts_b, dur_b, pid_b, tid_b, cat_b, name_b, as_b, ae_b, blob, cat_u, name_u,
+     os_b, oe_b, fts_b, fpid_b, ftid_b, fid_b, fcat_b, fcat_u, pidk_b, tidk_b, fpidk_b, ftidk_b, id_u) = got
+    ph = np.frombuffer(ph_b, np.int8)
+    p = Part()
+    p.n = n
+    other: list[Any] = []
+    if len(os_b):  # the M, B and E events, decoded with msgspec from their own text
+        starts, ends = np.frombuffer(os_b, np.int64).tolist(), np.frombuffer(oe_b, np.int64).tolist()
+        text = bytes(piece) if not isinstance(piece, bytes) else piece
+        try:
+            other = list_decoder.decode(b"[" + b",".join([text[a:e] for a, e in zip(starts, ends)]) + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        codes = ph[(ph >= PH["B"]) & (ph <= PH["M"])]
+        other_m = codes == PH["M"]
+        p.m_events = _own_args([ev for ev, m in zip(other, other_m.tolist()) if m])
+        p.be_events = _own_args([ev for ev, m in zip(other, other_m.tolist()) if not m])
+    else:
+        p.m_events, p.be_events = [], []
+    p.n_m, p.n_be = len(p.m_events), len(p.be_events)
+    keep = (ph == PH["X"]) | (ph == PH["i"]) | (ph == PH["I"])
+    x = p.x = XCols()
+    m = x.m = p.n_x = len(ts_b) // 8
+    x.base = base
+    x.start, x.end, x.bad, x.n_neg = interval_ns(np.frombuffer(ts_b, np.float64), np.frombuffer(dur_b, np.float64), base)
+    x.kinds = _kinds(ph if m == n else ph[keep])
+    x.cat = cat_u, np.frombuffer(cat_b, np.int32)
+    x.combos = combos_of(x.cat[1], _ids(pid_b, pidk_b, id_u), _ids(tid_b, tidk_b, id_u), len(cat_u))
+    x.name = name_u, np.frombuffer(name_b, np.int32)
+    store = x.args = ArgsStore(blob, np.frombuffer(as_b, np.int64), np.frombuffer(ae_b, np.int64))
+    linking = not LINKING_CATS.isdisjoint(cat_u)
+    if links or linking:
+        x.links = _piece_links(store, lambda: [blob[a:e] for a, e in zip(store.starts.tolist(), store.ends.tolist())])
+    else:
+        x.links = NOT_PARSED
+    p.linking = linking
+    fmask = (ph == PH["s"]) | (ph == PH["f"])
+    nf = len(fts_b) // 8
+    p.n_sft = nf + int(np.count_nonzero(ph == PH["t"]))
+    if nf:
+        f = p.flows = FCols()
+        f.n = nf
+        f.base = base
+        f.start, f.bad = flow_ns(np.frombuffer(fts_b, np.float64), base)
+        f.pid, f.tid = _ids(fpid_b, fpidk_b, id_u), _ids(ftid_b, ftidk_b, id_u)
+        keys = np.frombuffer(fid_b, np.int64).copy()
+        keys[(keys <= -(2**62)) | (keys >= 2**62)] = NO_ID
+        f.keys = keys
+        f.cat = fcat_u, np.frombuffer(fcat_b, np.int32)
+        f.ph = ph[fmask]
+    else:
+        p.flows = None
+    return p
+
+
+def _ids(values_b: Any, strings_b: Any, strings: list[str]) -> Any:
+    """A pid/tid column as `columns._ids_of` gives it: the int64 values when every value is an int or a string numpy
+    converts (`int(s)`, in range), else (first-occurrence uniques, int32 codes) of the mixed values. `strings_b`: 1
+    per event whose value is a string (its code into `strings` in `values_b`)."""
+    values = np.frombuffer(values_b, np.int64)
+    is_str = np.frombuffer(strings_b, np.bool_)
+    if not is_str.any():
+        return values
+    try:
+        table = np.fromiter(strings, np.int64, count=len(strings))  # numpy's conversion (int(s)) of each string
+    except (TypeError, ValueError, OverflowError):
+        table = None
+    if table is not None:
+        return np.where(is_str, table[np.where(is_str, values, 0)], values)
+    pairs = np.stack([is_str.astype(np.int64), values], axis=1)
+    uniq, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), np.int32)
+    rank[order] = np.arange(len(uniq), dtype=np.int32)
+    uniques = [strings[v] if k else v for k, v in uniq[order].tolist()]
+    return uniques, rank[inverse.reshape(-1)]
