@@ -14,7 +14,7 @@ import pytest
 from trntui.analysis.key_averages import key_averages
 from trntui.loaders import kineto
 from trntui.loaders.kineto import chunks as kchunks
-from trntui.loaders.kineto import columns as kcolumns
+from trntui.loaders.kineto import link_ids
 from trntui.model.args import ArgsStore, raw_many
 from trntui.model.arrays import dense_codes, distinct, small_codes, time_order
 
@@ -37,15 +37,15 @@ def _random_args(rng: random.Random) -> list[bytes]:
 
 
 def test_link_ids_read_from_the_args_bytes_equal_msgspec_per_event() -> None:
-    """`_piece_links` (numpy over the args bytes, msgspec for what it cannot read) = `link_columns` (msgspec per
+    """`piece_links` (numpy over the args bytes, msgspec for what it cannot read) = `link_columns` (msgspec per
     event), including nested objects, escapes, duplicates, floats, strings, nulls and odd spacing."""
     rng = random.Random(20)
     compared = 0
     for _ in range(1500):
         raws = _random_args(rng)
         args = [msgspec.Raw(r) for r in raws]
-        got = kcolumns._piece_links(ArgsStore.from_raw(args), lambda: args)
-        want = kcolumns.link_columns([a if len(a) else None for a in args], None, fast_only=True)
+        got = link_ids.piece_links(ArgsStore.from_raw(args), lambda: args)
+        want = link_ids.link_columns([a if len(a) else None for a in args], None, fast_only=True)
         assert (got is None) == (want is None), raws
         if want is not None:
             compared += 1
@@ -59,7 +59,7 @@ def test_link_ids_of_a_trace_without_rows_that_link_stay_in_the_args(corpus_dir)
     profile = kineto.load_kineto(corpus_dir / "cpu_only.json.gz")
     key_averages(profile)
     assert not profile.links_parsed()
-    want = kcolumns.link_columns(raw_many(profile.args_raw, np.arange(len(profile))), None)
+    want = link_ids.link_columns(raw_many(profile.args_raw, np.arange(len(profile))), None)
     assert np.array_equal(profile.ext, want[0]) and np.array_equal(profile.corr, want[1])
     assert (profile.ext > 0).any()
     assert profile.links_parsed()

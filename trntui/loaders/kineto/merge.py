@@ -14,13 +14,11 @@ from trntui.loaders.kineto.columns import (
     IdMap,
     Part,
     clock_base,
-    link_columns,
-    links_of_args,
     merge_ids,
     merge_strings,
-    to_id,
     x_cols,
 )
+from trntui.loaders.kineto.link_ids import link_columns, links_of_args, to_id
 from trntui.loaders.kineto.device import detect_device
 from trntui.loaders.kineto.flows import add_flows
 from trntui.loaders.kineto.schema import PH, Ev, any_decoder
