@@ -243,3 +243,74 @@ async def test_cursor_never_garbles_a_ruler_label(corpus_dir):
             assert ruler[head + col] == "▼", (col, ruler)
             for token in ruler[head:].split():
                 assert time_label.match(token) or set(token) <= {"|", "▼"}, (col, ruler)
+
+
+async def test_footer_shows_what_fits_and_help_the_rest():
+    """At 120 columns the footer shows `R Ranks` (keys that do nothing now and the minor ones give way), at 80
+    `? Help` says how many keys it lists beyond those shown; no key is cut, and a resize refits the line."""
+    from trntui.tui.capture import screen_text
+
+    async with opened(REPO / "sample_profiles" / "cpu", size=(80, 24), run="naive") as (app, pilot):
+        footer = screen_text(app).splitlines()[-1]
+        assert re.search(r"\? Help \(\+\d+ keys\)", footer), footer
+        assert footer.rstrip().endswith("^p Commands")
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "R Ranks" in footer and "c Compare runs" in footer and "? Help" in footer, footer
+        assert footer.rstrip().endswith("^p Commands")
+
+
+def test_headless_compare_fits_the_terminal_and_wide_prints_full_names(corpus_dir, capsys, monkeypatch, tmp_path):
+    """`compare --no-tui` shortens names to the terminal (the kernel rows read differently); `--wide` prints
+    them whole."""
+    runs = []
+    for name in ("before", "after"):
+        (tmp_path / f"{name}.json.gz").write_bytes((corpus_dir / "cuda_alexnet.json.gz").read_bytes())
+        runs.append(str(tmp_path / f"{name}.json.gz"))
+    monkeypatch.setenv("COLUMNS", "150")
+    assert main(["compare", *runs, "--no-tui", "--filter", "elementwise"]) == 0
+    narrow = capsys.readouterr().out.splitlines()
+    assert main(["compare", *runs, "--no-tui", "--filter", "elementwise", "--wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    kernels = [line.split("  ")[0] for line in narrow if line.startswith(("vectorized_elem", "elementwise_kernel"))]
+    assert len(kernels) >= 2 and len(set(kernels)) == len(kernels), kernels
+    assert max(len(x) for x in narrow) <= max(len(x) for x in wide) - 40
+    assert any(line.startswith("void at::native::vectorized_elementwise_kernel<4, at::native::") for line in wide)
+    width = max(len(x) for x in narrow if x.startswith("---"))
+    assert width <= 150, width
+
+
+async def test_app_tables_shorten_names_and_f_shows_them_whole(corpus_dir):
+    """At 80 columns the ops table and the overview's kernel table show readable short kernel names (not
+    `void at…`), and `f` shows the whole name."""
+    from trntui.tui.screens.notes import TextScreen
+    from trntui.tui.screens.overview import OverviewScreen
+
+    async with opened(corpus_dir / "cuda_compare_test.json.gz", size=(80, 24)) as (app, pilot):
+        ops = app.ops
+        rows = [ops.row_text(k) for k in range(len(ops.view))]
+        kernels = [r.split("  ")[0] for r in rows if "elementwise_kernel" in r]
+        assert kernels and not [r for r in kernels if r.startswith("void ")], kernels
+        assert len(set(kernels)) == len(kernels)
+        k = next(i for i, r in enumerate(rows) if "elementwise_kernel" in r)
+        ops.cursor = k
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, TextScreen)
+        body = app.screen.query_one("#text-body")
+        text = " ".join(body.render_line(y).text.strip() for y in range(body.size.height))
+        assert app.table.name[int(ops.view[k])][:60] in text
+        await pilot.press("escape")
+        await pilot.press("o")
+        await settle(pilot, lambda: isinstance(app.screen, OverviewScreen) and app.screen.query("KernelTableView"))
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        table = app.screen.query_one("KernelTableView")
+        first = table.render_line(1).text
+        assert first.split("  ")[0].startswith(("vectorized_elementwise_kernel<", "elementwise_kernel<")) or \
+            len(first.split("  ")[0].strip()) >= 30, first
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, TextScreen)

@@ -14,6 +14,7 @@ from trntui.analysis.timeline import build_rows
 from trntui.errors import TrntuiError
 from trntui.loaders.protocol import LoadOptions
 from trntui.progress import Cancelled
+from trntui.report.format import simplified_name
 from trntui.request import resolve
 from trntui.session import find_runs, load_run as session_load
 from trntui.tui import loader
@@ -108,7 +109,7 @@ async def test_open_starts_the_loader_before_the_app(corpus_dir, tmp_path, cache
         assert pre.proc is None  # taken by the load
         direct = key_averages(session_load(find_runs(trace)[0], LoadOptions(cache=False)))
         assert list(app.table.name) == list(direct.name)
-        assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])
+        assert app.ops.row_text(0).startswith(simplified_name(direct.name[int(app.ops.view[0])])[:16])
     assert loader.prestart(resolve(trace, options=cache_options)) is None  # the entry is there now
 
 
@@ -305,7 +306,7 @@ async def test_panes_show_the_profile_before_its_table(corpus_dir, tmp_path, cac
         assert lanes_after[1:] == lanes[1:]  # the same lanes, zoomed back out
         direct = key_averages(session_load(find_runs(trace)[0], LoadOptions(cache=False)))
         assert list(app.table.name) == list(direct.name)
-        assert app.ops.row_text(0).startswith(direct.name[int(app.ops.view[0])][:20])
+        assert app.ops.row_text(0).startswith(simplified_name(direct.name[int(app.ops.view[0])])[:16])
         assert "key_averages" not in screen_text(app).splitlines()[0]
 
 

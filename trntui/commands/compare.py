@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="RUN", help="trace files or profile directories (first = baseline)")
     p.add_argument("--no-tui", action="store_true", help="print the report instead of opening the compare view")
+    p.add_argument("--wide", action="store_true",
+                   help="full op names in the printed tables (default: shortened to fit the terminal)")
     add_format_option(p, default=None, help="report format (implies --no-tui; default table)")
     p.add_argument("--only", choices=("summary", "ops"), default=None,
                    help="print only the run summary or only the op diff (CSV prints both blocks otherwise, "
@@ -105,7 +107,11 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "csv":
         out = render_csv(runs, diff, only=args.only, **kw)
     else:
-        out = render_text(runs, diff, only=args.only, markdown=fmt == "markdown", critical=critical, **kw)
+        from trntui.report.format import terminal_width
+
+        width = None if args.wide or fmt == "markdown" else terminal_width()
+        out = render_text(runs, diff, only=args.only, markdown=fmt == "markdown", critical=critical, width=width,
+                          **kw)
     sys.stdout.write(out)
     sys.stdout.flush()
     from trntui.loaders.discover import unreadable_warning

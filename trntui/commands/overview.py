@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--path-instance", metavar="N|A:B", default=None,
                    help="with --path-annotation: which of its rows in time order (0-based; A:B a range; default all)")
     p.add_argument("--no-critical-path", action="store_true", help="leave the critical-path section out")
+    p.add_argument("--wide", action="store_true", help="full kernel names (default: shortened to fit the terminal)")
     add_no_cache_option(p)
     add_memory_budget_option(p)
     p.set_defaults(func=run)
@@ -113,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
                     doc["critical_path_error"] = cp_error
             docs.append(doc)
             continue
-        out = render(ov, args.format, title)
+        from trntui.report.format import terminal_width
+
+        out = render(ov, args.format, title, width=None if args.wide else terminal_width())
         if args.format in ("table", "markdown") and not args.no_critical_path:
             out += cp_text(cps, what_ifs, cp_error, args.format == "markdown")
         if args.format == "csv" and k > 0 and docs is not None and out:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from trntui.analysis.compare import METRICS, TIME_METRICS, headline_metric, ratio
-from trntui.report.format import csv_text, format_time, markdown_safe, markdown_table, text_table
+from trntui.report.format import csv_text, fitted_table, format_time, markdown_safe, markdown_table, text_table  # noqa: F401
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,10 +130,10 @@ def _marked(row: Any, k: int, text: str) -> str:
 # -- renderers ------------------------------------------------------------------------------------------------
 
 
-def _text_table(headers: list[str], cells: list[list[str]], left: int = 1, name_width: int = 60) -> list[str]:
-    """The first `left` columns left-aligned, the last of them (the name) cut to `name_width`."""
-    cells = [[truncate(c, name_width) if j == left - 1 else c for j, c in enumerate(r)] for r in cells]
-    return text_table(headers, cells, align="l" * left)
+def _text_table(headers: list[str], cells: list[list[str]], left: int = 1, width: int | None = None) -> list[str]:
+    """The first `left` columns left-aligned; the last of them (the name) shortened so that the table fits
+    `width` cells (`format.short_names`: what tells long kernel names apart is kept); None: full names."""
+    return fitted_table(headers, cells, left - 1, width, align="l" * left)
 
 
 def _diff_rows(diff: "OpDiff", sort: str | None, pattern: str | None, limit: int | None, changed: bool) -> list[Any]:
@@ -171,7 +171,8 @@ def critical_path_summaries(runs: Sequence["ComparedRun"]) -> list[dict[str, Any
     return out
 
 
-def critical_path_lines(summaries: list[dict[str, Any] | None], markdown: bool = False) -> list[str]:
+def critical_path_lines(summaries: list[dict[str, Any] | None], markdown: bool = False,
+                        width: int | None = None) -> list[str]:
     """The critical-path breakdown per run: one row per run, one column per bound type that has time in any."""
     ok = [s for s in summaries if s and "error" not in s]
     bounds: list[str] = []
@@ -190,11 +191,13 @@ def critical_path_lines(summaries: list[dict[str, Any] | None], markdown: bool =
     title = "Critical path per run (longest step; docs/overview.md)"
     if markdown:
         return [f"### {title}", "", *markdown_table(head, cells), ""]
-    return [title, *_text_table(head, cells, left=2, name_width=80), ""]
+    return [title, *_text_table(head, cells, left=2, width=width), ""]
 
 
 def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=40, changed=False,
-                only=None, markdown=False, critical: list[dict[str, Any] | None] | None = None) -> str:
+                only=None, markdown=False, critical: list[dict[str, Any] | None] | None = None,
+                width: int | None = None) -> str:
+    """The compare report as text (or Markdown); `width`: the cells the text tables fit (None: full names)."""
     out: list[str] = []
     base = safe_text(runs[0].name)
     if only in (None, "summary"):
@@ -204,11 +207,11 @@ def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pat
         if markdown:
             out += [f"### {title}", "", *markdown_table([h for h, _ in cols], cells), ""]
         else:
-            out += [title, *_text_table([h for h, _ in cols], cells, left=2), ""]
+            out += [title, *_text_table([h for h, _ in cols], cells, left=2, width=width), ""]
         notes = _summary_notes(runs)
         out += notes + ([""] if notes else [])
         if critical:
-            out += critical_path_lines(critical, markdown)
+            out += critical_path_lines(critical, markdown, width)
     if only in (None, "ops"):
         rows = _diff_rows(diff, sort, pattern, limit, changed)
         total = len(diff.sorted_rows(sort, pattern))
@@ -222,7 +225,7 @@ def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pat
         if markdown:
             out += [f"### {title}", "", legend, "", *markdown_table([h for h, _, _ in cols], cells)]
         else:
-            out += [title, legend, *_text_table([h for h, _, _ in cols], cells)]
+            out += [title, legend, *_text_table([h for h, _, _ in cols], cells, width=width)]
     text = "\n".join(out).rstrip("\n") + "\n"
     return markdown_safe(text) if markdown else text
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trntui.analysis.overview.bars import stack_cells
-from trntui.report.format import csv_text, markdown_table, text_table
+from trntui.report.format import csv_text, fitted_table, markdown_table, short_name, text_table
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ def device_lines(ov: "Overview") -> list[str]:
     return out
 
 
-def kernel_rows(ov: "Overview", limit: int | None = KERNEL_ROWS, width: int = 60) -> tuple[list[str], list[list[str]], int]:
+def kernel_rows(ov: "Overview", limit: int | None = KERNEL_ROWS, width: int | None = None) -> tuple[list[str], list[list[str]], int]:
+    """The kernel table's header and rows (full names: the renderers fit them); `width`: names cut to it."""
     t = ov.kernel_tables
     if t is None or not t.by_name:
         return [], [], 0
@@ -73,7 +74,7 @@ def kernel_rows(ov: "Overview", limit: int | None = KERNEL_ROWS, width: int = 60
         header.append("Tensor Cores")
     rows = []
     for r in t.by_name[:limit] if limit else t.by_name:
-        row = [truncate(safe_text(r.name), width), f"{r.calls:,}", _us(r.total_ns), _us(r.mean_ns), _us(r.max_ns), _us(r.min_ns)]
+        row = [safe_text(r.name) if width is None else short_name(safe_text(r.name), width), f"{r.calls:,}", _us(r.total_ns), _us(r.mean_ns), _us(r.max_ns), _us(r.min_ns)]
         if t.has_blocks_per_sm:
             row.append(f"{r.blocks_per_sm:.2f}")
         if t.has_occupancy:
@@ -129,7 +130,8 @@ def header_line(ov: "Overview", title: str | None) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def render_table(ov: "Overview", title: str | None = None, markdown: bool = False) -> str:
+def render_table(ov: "Overview", title: str | None = None, markdown: bool = False, width: int | None = None) -> str:
+    """The overview as text; `width`: the kernel table's names are shortened to fit it (None: full names)."""
     grid = markdown_table if markdown else (lambda header, rows: text_table(header, rows, align="l"))
     h = (lambda s: f"## {s}") if markdown else (lambda s: s)
     out: list[str] = [("# " if markdown else "") + header_line(ov, title), ""]
@@ -138,10 +140,11 @@ def render_table(ov: "Overview", title: str | None = None, markdown: bool = Fals
     if not markdown:
         out += [""] + [f"  {line}" for line in bar_lines(ov)]
     out += ["", h("Device"), ""] + [("- " + line.strip() if markdown else line) for line in device_lines(ov)]
-    kh, kr, n = kernel_rows(ov)
+    kh, kr, n = kernel_rows(ov, width=60 if markdown else None)
     if kr:
         what = "NEFF executions" if ov.neuron else "Kernels"
-        out += ["", h(f"{what} (top {len(kr)} of {n} by total time)" if n > len(kr) else what), ""] + grid(kh, kr)
+        table = fitted_table(kh, kr, 0, width, align="l") if not markdown else grid(kh, kr)
+        out += ["", h(f"{what} (top {len(kr)} of {n} by total time)" if n > len(kr) else what), ""] + table
     ch, cr = communication_rows(ov)
     if cr:
         out += ["", h("Computation / communication per step"), ""] + grid(ch, cr)
@@ -172,14 +175,14 @@ def render_csv(ov: "Overview", title: str | None = None) -> str:
     return csv_text(head, rows)
 
 
-def render(ov: "Overview", fmt: str, title: str | None = None) -> str:
+def render(ov: "Overview", fmt: str, title: str | None = None, width: int | None = None) -> str:
     if fmt == "csv":
         return render_csv(ov, title)
     if fmt == "markdown":
         from trntui.report.format import markdown_safe
 
         return markdown_safe(render_table(ov, title, markdown=True))
-    return render_table(ov, title)
+    return render_table(ov, title, width=width)
 
 
 def json_document(ov: "Overview", title: str | None = None) -> dict[str, Any]:

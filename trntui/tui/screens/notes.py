@@ -92,3 +92,30 @@ class NotesScreen(ModalScreen[None]):
             scroll.scroll_down(animate=False)
         else:
             scroll.scroll_up(animate=False)
+
+
+class TextScreen(ModalScreen[None]):
+    """A titled text over the app (an op's or a kernel's full name); Esc, q or Enter closes it."""
+
+    BINDINGS = [Binding("escape,q,enter,f", "dismiss", "Close", id="text-close")]
+
+    DEFAULT_CSS = """
+    TextScreen { align: center middle; }
+    TextScreen > VerticalScroll {
+        width: 90%; max-width: 120; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    """
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__()
+        self.heading = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        text.append(self.heading, style="bold")
+        text.append("   (esc, q or enter closes)\n\n")
+        text.append(self.body)
+        with VerticalScroll(id="text-scroll"):
+            yield Static(text, id="text-body", markup=False)

@@ -56,6 +56,13 @@ def _cell(row: "KernelRow", key: str) -> str:
     return f"{v:.2f}"
 
 
+NAME_MIN = 32
+"""Columns give way until each name column gets this many cells."""
+
+GIVE_WAY = ("tensor_cores", "blocks_per_sm", "occupancy", "min_ns", "max_ns", "mean_ns")
+"""The kernel table's columns in the order they give way on a narrow terminal."""
+
+
 class KernelTableView(RowList):
     """Kernel rows drawn line by line from `KernelTables`."""
 
@@ -69,6 +76,7 @@ class KernelTableView(RowList):
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="kernels-sort-reverse"),
         Binding("v", "toggle_by_op", "By name / by op", id="kernels-by-op"),
         Binding("slash", "filter", "Filter", id="kernels-filter"),
+        Binding("f", "full_name", "The kernel's full name", show=False, id="kernels-full-name"),
     ] + [
         Binding(str(k + 1), f"sort_by_column({k})", f"Sort by column {k + 1}", show=False, id=f"kernels-sort-{k + 1}")
         for k in range(9)
@@ -111,6 +119,8 @@ class KernelTableView(RowList):
         self._version = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._styles_of: tuple[object, dict[str, Style]] = (None, {})
+        self._short: dict[tuple, dict[str, str]] = {}
+        """(column, width, rows) → each long name of that column shortened (distinct names stay distinct)."""
 
     # -- data ------------------------------------------------------------------------------------
     def row_count(self) -> int:
@@ -124,6 +134,7 @@ class KernelTableView(RowList):
 
     def set_tables(self, tables: "KernelTables | None") -> None:
         self.tables = tables
+        self._short.clear()
         self._columns()
         self.sort_index = next(i for i, c in enumerate(self.columns) if c.key == "total_ns")
         self.descending = True
@@ -235,13 +246,29 @@ class KernelTableView(RowList):
 
     # -- rendering -------------------------------------------------------------------------------
     def _widths(self, width: int) -> list[int]:
-        fixed = sum(c.width + 1 for c in self.columns if c.width)
-        names = [c for c in self.columns if not c.width]
+        """Cells per column at `width`; 0: the column gives way (least important first, never the sorted one)
+        until the names get `NAME_MIN` cells, so that kernel names stay readable at 80 columns."""
+        shown = [c for c in self.columns]
+        sort_key = self.columns[self.sort_index].key if self.columns else ""
+        droppable = [c for k in GIVE_WAY for c in self.columns if c.key == k and c.key != sort_key]
+        names_count = len([c for c in self.columns if not c.width])
+
+        def free_cells() -> int:
+            return width - sum(c.width + 1 for c in shown if c.width) - (names_count - 1)
+
+        while droppable and free_cells() < NAME_MIN * names_count:
+            shown.remove(droppable.pop(0))
+        widths = self._name_widths(width, shown)
+        return [widths.get(id(c), 0) for c in self.columns]
+
+    def _name_widths(self, width: int, columns: list) -> dict[int, int]:
+        fixed = sum(c.width + 1 for c in columns if c.width)
+        names = [c for c in columns if not c.width]
         free = max(width - fixed - (len(names) - 1), 8 * len(names))
         if len(names) == 2:  # kernel and op: the op gets a third
             op = max(free // 3, 8)
-            return [c.width or (free - op if c.key == "name" else op) for c in self.columns]
-        return [c.width or free for c in self.columns]
+            return {id(c): c.width or (free - op if c.key == "name" else op) for c in columns}
+        return {id(c): c.width or free for c in columns}
 
     def _styles(self) -> dict[str, Style]:
         key = (self.app.theme, self.has_focus)
@@ -257,12 +284,42 @@ class KernelTableView(RowList):
         self._styles_of = (None, {})
         self._cache.clear()
 
+    def action_full_name(self) -> None:
+        """Show the whole name of the kernel under the cursor (and its op, per kernel × op)."""
+        if not self.view:
+            return
+        from trntui.tui.screens.notes import TextScreen
+
+        row = self.rows[self.view[self.cursor]]
+        body = safe_text(row.name)
+        op = getattr(row, "op", None)
+        if op:
+            body += f"\n\nlaunched by: {safe_text(op)}"
+        self.app.push_screen(TextScreen("Full name", body))
+
+    def _short_text(self, row: "KernelRow", key: str, width: int) -> str:
+        """The row's kernel or op name in `width` cells: long C++ names shortened (`report.format.short_names`:
+        template arguments elided, what tells the column's names apart kept); `f` shows them whole."""
+        text = _cell(row, key)
+        if len(text) <= width:
+            return text
+        cache = (key, width, id(self.rows))
+        if cache not in self._short:
+            from trntui.report.format import short_names
+
+            names = sorted({_cell(r, key) for r in self.rows})
+            if len(self._short) > 8:
+                self._short.clear()
+            self._short[cache] = dict(zip(names, short_names(names, width)))
+        return self._short[cache].get(text, text)
+
     def _render_row(self, position: int, width: int) -> Strip:
         styles = self._styles()
         if position >= len(self.view):
             return Strip.blank(width, styles["base"])
         row = self.rows[self.view[position]]
-        cells = [fit(_cell(row, c.key), w, c.numeric) for c, w in zip(self.columns, self._widths(width))]
+        cells = [fit(self._short_text(row, c.key, w) if c.key in ("name", "op") else _cell(row, c.key), w, c.numeric)
+                 for c, w in zip(self.columns, self._widths(width)) if w]
         style = styles["cursor"] if position == self.cursor else styles["base"]
         return Strip([Segment(" ".join(cells), style)]).crop_extend(0, width, style)
 
@@ -275,6 +332,8 @@ class KernelTableView(RowList):
         if y == 0:
             cells = []
             for i, (c, w) in enumerate(zip(self.columns, self._widths(width))):
+                if not w:
+                    continue
                 t = c.title + (("↓" if self.descending else "↑") if i == self.sort_index else "")
                 cells.append(fit(t, w, c.numeric))
             return Strip([Segment(" ".join(cells), styles["header"])]).crop_extend(0, width, styles["base"])

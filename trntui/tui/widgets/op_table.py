@@ -145,6 +145,7 @@ class OpTableView(RowList):
         Binding("i", "select('instances')", "Instance list", show=False, id="ops-instances"),
         Binding("t", "select('tree')", "Call tree of the first instance", show=False, id="ops-calltree"),
         Binding("y", "copy_name", "Copy the op's name", show=False, id="ops-copy"),
+        Binding("f", "full_name", "The op's full name", show=False, id="ops-full-name"),
         Binding("left,h", "scroll_names(-8)", "Scroll names left", show=False, id="ops-names-left"),
         Binding("right,l", "scroll_names(8)", "Scroll names right", show=False, id="ops-names-right"),
         Binding("w", "save_csv", "Save the rows shown as CSV", show=False, id="ops-save-csv"),
@@ -208,6 +209,9 @@ class OpTableView(RowList):
         self.twins: dict[int, str] = {}
         """Row → suffix marking the device-side row of a name that has a CPU row too (`twin_suffixes`)."""
         self._marked_fields: set[str] = set()
+        self._short: tuple[object, dict[int, str]] = (None, {})
+        self._version_table = 0
+        """Counts the tables shown (the shortened names are per table and width)."""
         self._columns_cache: tuple[object, list[tuple[int, int]]] = (None, [])
         self._version = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
@@ -222,6 +226,7 @@ class OpTableView(RowList):
         """Show `table`, sorted by device time when there is some (like torch's examples), else self CPU."""
         self.table = table
         self.profile = profile
+        self._version_table += 1
         self.twins = twin_suffixes(table)
         from trntui.analysis.surprises import marked_cells, surprises
 
@@ -336,6 +341,15 @@ class OpTableView(RowList):
         name = self.table.name[int(self.view[self.cursor])]
         self.app.copy_to_clipboard(name)
         self.notify(f"copied {safe_text(name)[:60]}", markup=False)
+
+    def action_full_name(self) -> None:
+        """Show the whole name of the op under the cursor (the table shortens long C++ names)."""
+        if self.table is None or len(self.view) == 0:
+            return
+        from trntui.tui.screens.notes import TextScreen
+
+        k = int(self.view[self.cursor])
+        self.app.push_screen(TextScreen("Full name", safe_text(self.table.name[k]) + self.twins.get(k, "")))
 
     def action_save_csv(self) -> None:
         """Ask for a file name, then write the rows shown (filtered, in their order) as CSV."""
@@ -508,11 +522,24 @@ class OpTableView(RowList):
         self._cache.clear()
         self.refresh()
 
-    def _name_cell(self, k: int) -> str:
+    def _name_cell(self, k: int, width: int = 0) -> str:
         text = safe_text(self.table.name[k]) + self.twins.get(k, "")
         if self.name_offset:
             text = "…" + text[self.name_offset + 1 :] if len(text) > self.name_offset else ""
+        elif width and len(text) > width:
+            text = self._short_names(width).get(k, text)
         return text
+
+    def _short_names(self, width: int) -> dict[int, str]:
+        """Row → its name shortened to `width` cells (`report.format.short_names`: template arguments elided,
+        what tells the names apart kept), for the rows whose names are longer; `f` shows a name in full."""
+        if self._short[0] != (width, self._version_table):
+            from trntui.report.format import short_names
+
+            full = [safe_text(n) + self.twins.get(k, "") for k, n in enumerate(self.table.name)]
+            short = short_names(full, width)  # all of them: a short name must not read as another's whole name
+            self._short = ((width, self._version_table), {k: s for k, s in enumerate(short) if len(full[k]) > width})
+        return self._short[1]
 
     def _styles(self) -> dict[str, Style]:
         """Widget and component styles, computed once per theme and focus state (`rich_style` walks the DOM)."""
@@ -554,7 +581,7 @@ class OpTableView(RowList):
         cells = []
         for i, w in self.layout(width):
             c = self.columns[i]
-            text = self._name_cell(k) if c.key == "name" else _format(table, c.key, k, self.spread)
+            text = self._name_cell(k, w) if c.key == "name" else _format(table, c.key, k, self.spread)
             if c.key in self._marked_fields:
                 text += MARK if (k, c.key) in self.marks else " "
             cells.append(fit(text, w, c.numeric))
