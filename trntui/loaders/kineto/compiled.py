@@ -20,9 +20,9 @@ import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.columns import (
-    LINKING_CATS, NOT_PARSED, FCols, Part, XCols, _kinds, _own_args, _piece_links, combos_of, flow_ns,
-    interval_ns,
+    LINKING_CATS, NOT_PARSED, FCols, Part, XCols, _kinds, _own_args, combos_of, flow_ns, interval_ns,
 )
+from trntui.loaders.kineto.link_ids import piece_links
 from trntui.loaders.kineto.schema import PH, list_decoder
 from trntui.model.args import ArgsStore
 from trntui.model.profile import NO_ID
@@ -68,7 +68,7 @@ def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
     store = x.args = ArgsStore(blob, np.frombuffer(as_b, np.int64), np.frombuffer(ae_b, np.int64))
     linking = not LINKING_CATS.isdisjoint(cat_u)
     if links or linking:
-        x.links = _piece_links(store, lambda: [blob[a:e] for a, e in zip(store.starts.tolist(), store.ends.tolist())])
+        x.links = piece_links(store, lambda: [blob[a:e] for a, e in zip(store.starts.tolist(), store.ends.tolist())])
     else:
         x.links = NOT_PARSED
     p.linking = linking
