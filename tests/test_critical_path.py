@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from trntui.analysis.critical_path import CUDA_BOUNDS, critical_paths
@@ -251,8 +252,6 @@ def test_what_if_half_the_path_on_the_corpus(corpus_dir, name):
     off-path floor (the step time the path does not cover, plus the longest path left with the path's events at
     zero time). Exactly: the new path is at most 0.5·length + 0.5·floor, and at least half the old one. An op of
     the step that is nowhere on the path, scaled, changes nothing."""
-    import numpy as np
-
     prof = _load(corpus_dir / name)
     try:
         cp = critical_paths(prof)[0]
@@ -458,3 +457,72 @@ def test_steps_one_path_each_or_joined(corpus_dir, capsys):
     assert joined["steps"] == [102, 103]
     assert max(c["path_us"] for c in each) < joined["path_us"] <= sum(c["step_us"] for c in each) + 1
     assert sum(joined["breakdown_pct"].values()) == pytest.approx(100, abs=0.05)
+
+
+# ---------------------------------------------------------------------------------------------------- the solver
+
+
+def _plain_longest(g, cw, xw) -> int:
+    """The longest path of the graph by a plain topological sort (Kahn) over every chain and cross edge: the
+    independent reference for the vectorised solver."""
+    from collections import defaultdict, deque
+
+    n = g.nodes
+    out = defaultdict(list)
+    indeg = [0] * n
+    for v in range(1, n):
+        if not g.seg_first[v]:
+            out[v - 1].append((v, int(cw[v])))
+            indeg[v] += 1
+    for s, d, w in zip(g.x_src.tolist(), g.x_dst.tolist(), xw.tolist()):
+        out[s].append((d, int(w)))
+        indeg[d] += 1
+    dist = [0] * n
+    q = deque(v for v in range(n) if indeg[v] == 0)
+    seen = 0
+    while q:
+        u = q.popleft()
+        seen += 1
+        for v, w in out[u]:
+            dist[v] = max(dist[v], dist[u] + w)
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                q.append(v)
+    assert seen == n, "cycle"
+    return max(dist) if dist else 0
+
+
+@pytest.mark.parametrize("name", _corpus_paths())
+def test_solver_equals_a_plain_topological_sort(corpus_dir, name):
+    prof = _load(corpus_dir / name)
+    try:
+        cp = critical_paths(prof)[0]
+    except TrntuiError:
+        pytest.skip("no step")
+    g = cp.graph
+    assert cp.length_ns == _plain_longest(g, g.chain_w, g.x_w)
+    # the path's edges add up to its length and are consecutive
+    p = cp.path
+    assert int(p.weight.sum()) == cp.length_ns
+    assert np.array_equal(p.src[1:], p.dst[:-1])
+    w = cp.what_if(["path=0.5x"])
+    from trntui.analysis.critical_path import apply_what_if
+
+    cw, xw, _ = apply_what_if(cp, ["path=0.5x"])
+    assert w.length_ns == _plain_longest(g, cw, xw)
+
+
+def test_many_syncs_in_one_step(tmp_path):
+    """A step that syncs after each of 400 tiny kernels switches chains 800 times: the same per-iteration answer
+    as the 10-iteration loop (cpu 1, launch 19, compute 2 µs each) and the plain topological sort's length."""
+    tr = Trace()
+    n = 400
+    tr.op("ProfilerStep#1", 0, 25 * n + 20, cat="user_annotation")
+    for i in range(n):
+        t = 10 + 25 * i
+        tr.op("aten::mul", t, 4)
+        tr.launch(t + 1, 2, t + 20, 2, kernel="tiny_kernel")
+        tr.sync_call("cudaStreamSynchronize", t + 5, 18, kind="Stream Sync")
+    cp = critical_paths(_load(tr.write(tmp_path / "many.json")))[0]
+    assert _us(cp) == {"cpu_bound": n, "gpu_kernel_launch_overhead": 19 * n, "gpu_compute_bound": 2 * n}
+    assert cp.length_ns == _plain_longest(cp.graph, cp.graph.chain_w, cp.graph.x_w) == 22_000 * n

@@ -965,6 +965,61 @@ def _segcummax(val: np.ndarray, seg_id: np.ndarray) -> np.ndarray:
     return out
 
 
+def _seed_cross(g: Graph, xw: np.ndarray, P: np.ndarray, seg_id: np.ndarray) -> np.ndarray:
+    """Best cross edge into each node, from the cross edges taken in the time order of their destinations: the
+    longest distance to an edge's source is then known from the edges already taken (a running maximum of
+    `best in − P` per chain, looked up by position). Equal timestamps can order two edges wrongly; the result is
+    then a lower bound that the caller's relaxation finishes (usually in one pass)."""
+    from bisect import bisect_right, insort
+
+    order = np.lexsort((g.x_dst, g.node_ts[g.x_dst]))
+    src, dst, w = g.x_src[order].tolist(), g.x_dst[order].tolist(), xw[order].tolist()
+    Pl, segl = P.tolist(), seg_id.tolist()
+    positions: dict[int, list[int]] = {}
+    vals: dict[int, list[int]] = {}
+    prefix: dict[int, list[int]] = {}
+    best: dict[int, int] = {}
+    for s, d, ww in zip(src, dst, w):
+        sg = segl[s]
+        ps = positions.get(sg)
+        base = 0
+        if ps:
+            k = bisect_right(ps, s)
+            if k:
+                base = max(0, prefix[sg][k - 1])
+        cand = Pl[s] + base + ww
+        if cand <= best.get(d, 0):
+            continue
+        best[d] = cand
+        v = cand - Pl[d]
+        sd = segl[d]
+        pl = positions.setdefault(sd, [])
+        vl = vals.setdefault(sd, [])
+        pm = prefix.setdefault(sd, [])
+        if pl and pl[-1] == d:
+            vl[-1] = max(vl[-1], v)
+            pm[-1] = max(pm[-2], vl[-1]) if len(pm) > 1 else vl[-1]
+        elif not pl or pl[-1] < d:
+            pl.append(d)
+            vl.append(v)
+            pm.append(max(pm[-1], v) if pm else v)
+        else:  # out of time order within the chain (equal timestamps): insert, redo the running maximum after it
+            k = bisect_right(pl, d)
+            if k and pl[k - 1] == d:
+                vl[k - 1] = max(vl[k - 1], v)
+                k -= 1
+            else:
+                insort(pl, d)
+                vl.insert(k, v)
+                pm.insert(k, 0)
+            for j in range(k, len(pl)):
+                pm[j] = max(pm[j - 1], vl[j]) if j else vl[j]
+    B = np.zeros(len(P), np.int64)
+    if best:
+        B[np.fromiter(best.keys(), np.int64, len(best))] = np.fromiter(best.values(), np.int64, len(best))
+    return B
+
+
 def _longest(g: Graph, cw: np.ndarray, xw: np.ndarray):
     """Longest path to every node: dist = P + running max over the chain of (best cross edge in - P), repeated
     until no cross edge improves a node. Returns (dist, B, P, val, M)."""
@@ -979,6 +1034,11 @@ def _longest(g: Graph, cw: np.ndarray, xw: np.ndarray):
     B = np.zeros(n, np.int64)
     val = -P
     M = _segcummax(val, seg_id)
+    if len(g.x_src) and n:
+        # seed with one pass over the cross edges in time order: the relaxation below needs one pass per
+        # chain switch otherwise (a step that syncs after every op switches thousands of times)
+        B0 = _seed_cross(g, xw, P, seg_id)
+        dist = P + _segcummax(B0 - P, seg_id)
     for _ in range(len(g.x_src) + 2):
         B = np.zeros(n, np.int64)
         if len(g.x_src):
