@@ -75,7 +75,7 @@ class CriticalPathScreen(Screen[int | None]):
     CriticalPathScreen #cp-header { height: auto; background: $panel; padding: 0 1; }
     CriticalPathScreen #cp-bar { height: auto; padding: 0 1; margin: 1 0 0 0; }
     CriticalPathScreen #cp-events { height: 1fr; border-top: solid $panel-lighten-2; }
-    CriticalPathScreen #cp-notes { height: auto; max-height: 6; color: $text-muted; padding: 0 1; }
+    CriticalPathScreen #cp-notes { height: auto; max-height: 8; color: $text-muted; padding: 0 1; }
     """
 
     class Ready(Message):
@@ -141,9 +141,9 @@ class CriticalPathScreen(Screen[int | None]):
         for ev in cp.top_events(TOP_EVENTS):
             share = 100.0 * ev.ns / cp.length_ns if cp.length_ns else 0.0
             # Text cells: a str cell would be read as Textual markup, and names come from the trace
-            t.add_row(Text(truncate(safe_text(ev.name), 50)), Text(f"{ev.ns / 1000:,.1f} us", justify="right"),
+            t.add_row(Text(truncate(safe_text(ev.name), 44)), Text(f"{ev.ns / 1000:,.1f} us", justify="right"),
                       Text(f"{share:.1f}%", justify="right"), Text(f"{ev.duration_ns / 1000:,.1f} us", justify="right"),
-                      Text(ev.bound), Text(truncate(safe_text(ev.lane), 40)))
+                      Text(ev.bound), Text(truncate(safe_text(ev.lane), 36)))
             self.row_events.append(ev.event)
         t.border_title = Text(f"Events on the path · {len(cp.on_path):,} events · Enter: show on the timeline")
         notes = [f"Note: {safe_text(n)}" for n in cp.notes]
