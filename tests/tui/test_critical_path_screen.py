@@ -83,3 +83,21 @@ async def test_timeline_toggle_marks_the_path_events(tmp_path):
         await pilot.press("m")
         await pilot.pause()
         assert len(timeline.selection) == 0 and "critical path" not in str(timeline.border_title)
+
+
+async def test_names_from_the_trace_are_shown_not_obeyed(tmp_path):
+    """Kernel and op names with Textual markup and terminal escapes: shown literally on the screen, never styled
+    or sent to the terminal."""
+    from tests.test_critical_path import Trace
+
+    tr = Trace()
+    tr.op("ProfilerStep#1", 0, 500, cat="user_annotation")
+    tr.op("aten::[bold red]op[/]", 10, 20)
+    tr.launch(12, 8, 25, 400, kernel="[b]evil_kernel[/b]\x1b[31m\x07")
+    tr.sync_call("cudaStreamSynchronize", 50, 390, kind="Stream Sync")
+    path = tr.write(tmp_path / "hostile.json")
+    async with opened(path, size=(130, 40)) as (app, pilot):
+        await _open(app, pilot)
+        text = screen_text(app)
+        assert "[b]evil_kernel[/b]" in text
+        assert "\x1b" not in text and "\x07" not in text
