@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from trntui.capture.neuron import activity_name
 from trntui.errors import TrntuiError
 
 DEVICES = ("auto", "neuron", "cuda", "cpu")
@@ -221,12 +222,8 @@ def build_profiler_plan(
     def export(prof: Any) -> None:
         prof.export_chrome_trace(str(trace_path))
 
-    desc["activities"] = [_activity_name(a) for a in activities]
+    desc["activities"] = [activity_name(a) for a in activities]
     return ProfilerPlan(kwargs={"activities": activities, "on_trace_ready": export, **common}, description=desc)
-
-
-def _activity_name(activity: Any) -> str:
-    return str(getattr(activity, "name", activity)).rsplit(".", 1)[-1]
 
 
 def _neuron_plan(setup: DeviceSetup, out_dir: Path, common: dict[str, Any], desc: dict[str, Any]) -> ProfilerPlan:
@@ -245,7 +242,7 @@ def _neuron_plan(setup: DeviceSetup, out_dir: Path, common: dict[str, Any], desc
         return ProfilerPlan(kwargs={}, description=desc, dropped_options=list(dropped), warnings=warnings,
                             session=session)
     activities = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
-    desc["activities"] = [_activity_name(a) for a in activities]
+    desc["activities"] = [activity_name(a) for a in activities]
     if api == nx.KINETO:
         config, dropped, warnings = nx.kineto_plan(options, out_dir, desc)
         trace_path = out_dir / "trace.json"
@@ -281,7 +278,7 @@ def _neuron_plan(setup: DeviceSetup, out_dir: Path, common: dict[str, Any], desc
         + (f" (${nx.NEFF_ENV} still points the NEFF cache into the profile)" if name == "neff_cache_dir" else "")
         for name in dropped
     ]
-    desc["neuron_config"] = {k: ([_activity_name(m) for m in v] if k == "modes" else v) for k, v in used.items()}
+    desc["neuron_config"] = {k: ([activity_name(m) for m in v] if k == "modes" else v) for k, v in used.items()}
     desc["dropped_options"] = list(dropped)
     kwargs = {
         "activities": activities,

@@ -45,6 +45,11 @@ NEFF_DIR = "neff_cache"
 UNIFIED_TRACE = "pytorch_trace.json"
 
 
+def activity_name(activity: Any) -> str:
+    """A `torch.profiler.ProfilerActivity` (or a Neuron profiling mode) by its short name: `CPU`, `PrivateUse1`."""
+    return str(getattr(activity, "name", activity)).rsplit(".", 1)[-1]
+
+
 def _params(obj: Any) -> set[str]:
     try:
         return set(inspect.signature(obj).parameters)
@@ -133,8 +138,6 @@ def unified_plan(options: Any, out_dir: Path, record_shapes: bool, desc: dict[st
     """(session factory, dropped options, warnings) for the unified `NeuronProfiler` context manager."""
     from torch.profiler import ProfilerActivity
 
-    from trntui.capture.devices import _activity_name
-
     profiler = profiling_module().NeuronProfiler
     params = _params(profiler)
     kwargs: dict[str, Any] = {"pytorch_activities": [ProfilerActivity.CPU], "neuron_output_dir": str(out_dir)}
@@ -155,8 +158,8 @@ def unified_plan(options: Any, out_dir: Path, record_shapes: bool, desc: dict[st
     if tuple(options.modes) != ("DEVICE", "RUNTIME"):
         warnings.append("this torch-neuronx's NeuronProfiler has no modes: the runtime's defaults are captured")
         dropped.append("modes")
-    desc["activities"] = [_activity_name(a) for a in kwargs["pytorch_activities"]]
-    desc["neuron_profiler"] = {k: ([_activity_name(a) for a in v] if k == "pytorch_activities" else v)
+    desc["activities"] = [activity_name(a) for a in kwargs["pytorch_activities"]]
+    desc["neuron_profiler"] = {k: ([activity_name(a) for a in v] if k == "pytorch_activities" else v)
                                for k, v in kwargs.items()}
     desc["trace_file"] = UNIFIED_TRACE
     return (lambda: profiler(**kwargs)), dropped, warnings

@@ -307,7 +307,7 @@ def group_files(files: Sequence[Path], *, root: Path | None = None,
             worker = f"pid {key[3]}" + (f" on {key[2]}" if key[2] else "")
             reason = (f"one process ({worker}{'' if key[4] is None else f', rank {key[4]}'}) wrote {len(spans)} "
                       "traces that start at different times: successive spans (profiler schedule cycles)")
-        name = worker if key[0] == "tb" else _rel(fs[0].path.parent, root) + f" {worker}"
+        name = worker if key[0] == "tb" else relative_name(fs[0].path.parent, root) + f" {worker}"
         members = [Member([f.path], rank=f.rank, span=k, worker=worker) for k, f in spans]
         groups.append(FileGroup("worker", name, reason, members))
         claimed |= {f.path for f in fs}
@@ -319,7 +319,7 @@ def group_files(files: Sequence[Path], *, root: Path | None = None,
         why = "a file of its own"
         if f.rank is not None and (f.world_size or 0) >= 2:
             why = f"rank {f.rank} of a {f.world_size}-rank job, but no other rank of that job is here"
-        groups.append(FileGroup("single", _rel(p, root), why, [Member([p], rank=None)]))
+        groups.append(FileGroup("single", relative_name(p, root), why, [Member([p], rank=None)]))
     return sorted(groups, key=lambda g: (g.kind != "job", g.kind != "worker", g.name))
 
 
@@ -409,7 +409,8 @@ def _common_dir(files: Sequence[Path]) -> str:
     return os.path.commonpath([str(Path(f).parent) for f in files])
 
 
-def _rel(p: Path, root: Path) -> str:
+def relative_name(p: Path, root: Path) -> str:
+    """`p` named relative to `root` (`root`'s own name for `root` itself), else in full."""
     try:
         r = str(p.relative_to(root))
         return r if r != "." else (root.name or str(root))
@@ -422,59 +423,7 @@ def _job_name(cluster: list[TraceFacts], root: Path) -> str:
     d = Path(_common_dir([f.path for f in cluster])) if len(parents) > 1 else next(iter(parents))
     if len(parents) > 1 and all(RANK_NAME_RX.search(p.name) for p in parents):
         d = d if d not in parents else d.parent
-    return _rel(d, root) if d != root else (root.name or str(root))
-
-
-# -- runs ------------------------------------------------------------------------------------------------------
-
-
-def _member_name(g: FileGroup, m: Member, root: Path, many_jobs: bool) -> str:
-    if g.kind == "job":
-        name = f"rank{m.rank}" + (f" span {m.span}" if m.span else "")
-        return f"{g.name}: {name}" if many_jobs else name
-    if g.kind == "worker":
-        return f"{g.name} span {m.span}"
-    if g.kind == "single":
-        p = m.files[0]
-        if p.parent != root and len(_traces_in(p.parent)) == 1:  # the only trace of its directory: it names it
-            return _rel(p.parent, root)
-        return g.name
-    return g.name
-
-
-def _traces_in(directory: Path) -> list[Path]:
-    from trntui.loaders.kineto.discover import is_chrome_trace
-
-    try:
-        return [q for q in directory.iterdir() if q.is_file() and is_chrome_trace(q)]
-    except OSError:
-        return []
-
-
-def kineto_runs(traces: Sequence[Path], root: Path) -> list[Any]:
-    """The runs of chrome trace files found under `root`, grouped (module docstring): a job's ranks and a
-    worker's spans in order first, then runs of their own in capture order. Runs whose manifest says the
-    capture did not complete are left out."""
-    from trntui.loaders.discover import Group, Run, capture_order, nearest_manifest
-
-    groups = group_files(traces, root=root)
-    many_jobs = sum(g.kind == "job" for g in groups) > 1
-    grouped: list[Run] = []
-    singles: list[Run] = []
-    for g in groups:
-        members = []
-        for m in g.members:
-            name = _member_name(g, m, root, many_jobs)
-            parent = m.files[0].parent
-            members.append(Run(name=name, root=parent, framework_traces=list(m.files),
-                               manifest=nearest_manifest(parent, root),
-                               rank=m.rank if g.kind == "job" else None, span=m.span))
-        group = Group(g.kind, members[0].name if g.kind == "single" else g.name, g.reason, g.world_size)
-        for r in members:
-            r.group = group
-        members = [r for r in members if r.manifest.get("complete") is not False]
-        (singles if g.kind == "single" else grouped).extend(members)
-    return grouped + sorted(singles, key=capture_order)
+    return relative_name(d, root) if d != root else (root.name or str(root))
 
 
 @dataclass

@@ -14,17 +14,16 @@ are weighted by kernel time.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from trntui.analysis.overview import ranges as R
+from trntui.analysis.overview.cores import core_groups
 from trntui.analysis.overview.kernels import TC_ELIGIBLE_OPS, KernelFacts
 from trntui.model.profile import Profile
 
-_LNC = re.compile(r"NC(\d+):(\d+)\Z")
 
 
 @dataclass
@@ -194,36 +193,13 @@ def _sm_efficiency(s: np.ndarray, e: np.ndarray, bps: np.ndarray, S: int, E: int
 
 
 # -- Neuron ------------------------------------------------------------------------------------------
-def _core_groups(profile: Profile) -> tuple[list[tuple], np.ndarray]:
-    """Logical NeuronCores: (instance, pid, logical core) keys, and per lane the index of its key (-1: not a
-    hardware core lane). Lanes `NC<l>:<p>` of one process with the same <l> are one logical core."""
-    cached = profile.cache.get("overview_core_groups")
-    if cached is not None:
-        return cached
-    keys: dict[tuple, int] = {}
-    of_lane = np.full(max(len(profile.lanes), 1), -1, np.int64)
-    for lane in profile.lanes:
-        m = _LNC.match(lane.ident)
-        if lane.subsystem == "neuron_hw" or m:
-            key = (lane.instance, lane.pid, int(m.group(1)) if m else -1, "" if m else lane.ident)
-            of_lane[lane.id] = keys.setdefault(key, len(keys))
-    out = (list(keys), of_lane)
-    profile.cache["overview_core_groups"] = out
-    return out
-
-
-def logical_core_of_lanes(profile: Profile) -> np.ndarray:
-    """Per lane: its logical NeuronCore's index (-1 for lanes that are not NeuronCore lanes)."""
-    return _core_groups(profile)[1]
-
-
 def neuron_core_metrics(profile: Profile, executions: np.ndarray, span: tuple[int, int],
                         per_core: dict[int, int] | None = None) -> DeviceSummary:
     """Busy share per logical NeuronCore (instance, pid, NC<l>), its physical-core copies merged. `per_core`:
     logical executions per core (else the rows are counted)."""
     S, E = span
     width = max(E - S, 0)
-    keys, of_lane = _core_groups(profile)
+    keys, of_lane = core_groups(profile)
     group = of_lane[profile.lane[executions]]
     processes = {(k[0], k[1]) for k in keys}
     devices = []

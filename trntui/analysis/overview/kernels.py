@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from trntui.analysis.overview.cores import logical_core_of_lanes
 from trntui.analysis.overview.event_args import KernelArgs, LooseKernelArgs, decode_many
 from trntui.model.profile import Profile
 
@@ -176,7 +177,7 @@ class KernelTables:
     tensor_cores_known: bool = False
     """Whether the Tensor Core name patterns apply (NVIDIA kernels): else `tensor_cores` says nothing."""
     executions_per_core: dict[int, int] = field(default_factory=dict)
-    """Neuron: logical executions per logical NeuronCore (index of `device.logical_core_of_lanes`)."""
+    """Neuron: logical executions per logical NeuronCore (index of `cores.logical_core_of_lanes`)."""
 
 
 def _group(keys: np.ndarray, dur: np.ndarray, ev: np.ndarray, bps: np.ndarray, occ: np.ndarray):
@@ -293,8 +294,6 @@ def neuron_execution_tables(profile: Profile, links, executions: np.ndarray, sel
     that ran, and per launching framework op (the top of its dependency chain)."""
     if not len(executions):
         return KernelTables([])
-    from trntui.analysis.overview.device import logical_core_of_lanes
-
     args = decode_many(profile, executions, ExecutionArgs)
     lnc = logical_core_of_lanes(profile)[profile.lane[executions]]
     exec_key = [

@@ -629,7 +629,7 @@ def find_neuron_runs(path: Path) -> list[Run]:
     runs = sorted(runs, key=capture_order)  # the order the capture ran them (manifest), then by name
     # unrelated chrome traces keep working (e.g. sample_profiles/ with CUDA and Neuron samples side by side)
     if layout.other_traces:
-        from trntui.loaders.grouping import kineto_runs
+        from trntui.loaders.kineto.discover import kineto_runs
 
         runs += kineto_runs(sorted(layout.other_traces), path)
     return runs

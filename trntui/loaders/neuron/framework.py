@@ -230,8 +230,9 @@ def canonical(name: str) -> str:
 
 
 def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_row: np.ndarray, label: str,
-          declared: list[str | None] | None = None) -> Match:
-    """Match framework rows `fw` (positions into `rows`, with categories `fw_cats`) to trace.json rows."""
+          declared: list[str | None] | None, external_ids: np.ndarray) -> Match:
+    """Match framework rows `fw` (positions into `rows`, with categories `fw_cats` and their `External id`s,
+    -1 when absent: `system.external_ids`) to trace.json rows."""
     n = len(rows)
     dup_of = np.full(n, NO_ID, np.int64)
     also_of = np.full(n, NO_ID, np.int64)
@@ -258,7 +259,7 @@ def match(rows: Any, builder: Any, fw: np.ndarray, fw_cats: list[str], stream_ro
     if declared is None:
         declared = declared_categories(rows, fw)
     declared = np.array([c is not None for c in declared], bool)
-    e_ext = _external_ids(rows.args, fw)
+    e_ext = external_ids
     # trace.json rows of the same process when the export names one that trace.json has
     e_pid = rows.pid[fw]
     t_ok = np.ones(len(t["index"]), bool)
@@ -467,9 +468,3 @@ def _innermost_trace_row(qp, qt, qs, qe, tp, tt, ts, te) -> np.ndarray:
         found = pos >= 0
         out[todo[found]] = o[pos[found]]
     return out
-
-
-def _external_ids(args: Any, idx: np.ndarray) -> np.ndarray:
-    from trntui.loaders.neuron.system import _external_ids as ext_of
-
-    return ext_of(args, idx)

@@ -461,7 +461,8 @@ def add_system_rows(
             "calls, Self CPU and the op tree follow torch's rules on them"
         )
     elif len(fw_idx):
-        m = framework.match(rows, builder, fw_idx, fw_cats, stream_row, label, declared)
+        m = framework.match(rows, builder, fw_idx, fw_cats, stream_row, label, declared,
+                            external_ids(rows.args, fw_idx))
         dup_of, also_of = m.dup_of, m.also_of
         if m.promote.any():
             cat_of = dict(zip(fw_idx.tolist(), fw_cats))
@@ -526,7 +527,7 @@ def add_system_rows(
     name_code, name_vals = rows.name.first_seen_codes(kidx)
     name_map = np.array([builder.intern_name(x) for x in name_vals], np.int32)
     names = name_map[name_code] if len(kidx) else np.empty(0, np.int32)
-    ext = _external_ids(rows.args, kidx)
+    ext = external_ids(rows.args, kidx)
     first = builder.add_events(
         start=rows.start[kidx],
         end=rows.end[kidx],
@@ -573,7 +574,7 @@ def add_system_rows(
 EXTERNAL_RX = re.compile(rb"xternal id|external_id")
 
 
-def _external_ids(args: Any, kidx: np.ndarray) -> np.ndarray:
+def external_ids(args: Any, kidx: np.ndarray) -> np.ndarray:
     """`External id` / `external_id` of rows `kidx` from their args (-1 when absent); only args whose text
     mentions one are parsed."""
     ext = np.full(len(kidx), NO_ID, np.int64)
