@@ -88,6 +88,17 @@ def breakdown_text(ov: "Overview", width: int, max_steps: int | None = None) -> 
     return out
 
 
+MAX_DEVICE_LINES = 64
+"""Devices listed in the metrics panel (a trace may name 20,000; `trntui overview --format json` has them all)."""
+MAX_MEMORY_CURVES = 16
+"""Memory curves drawn (one per device)."""
+
+
+def _more(out: Text, total: int, shown: int, what: str) -> None:
+    if total > shown:
+        out.append(f"… {total - shown:,} more {what} (trntui overview lists every one)\n", style="dim")
+
+
 def metrics_text(ov: "Overview", width: int = 80) -> Text:
     out = Text()
     d = ov.devices
@@ -96,8 +107,9 @@ def metrics_text(ov: "Overview", width: int = 80) -> Text:
     elif ov.neuron:
         out.append("NeuronCore busy", style="bold")
         out.append(f"  {_pct(d.utilization)}\n")
-        for m in d.devices:
+        for m in d.devices[:MAX_DEVICE_LINES]:
             out.append(f"  {safe_text(m.label)}  {_pct(m.utilization)}  ({m.kernels} executions, {format_us(m.busy_ns)})\n")
+        _more(out, len(d.devices), MAX_DEVICE_LINES, "devices")
     else:
         for label, value in (
             ("GPU utilization", _pct(d.utilization)),
@@ -111,10 +123,11 @@ def metrics_text(ov: "Overview", width: int = 80) -> Text:
             out.append(f"{label[:label_w]:<{label_w}}", style="bold")
             out.append(f"{value:>8}\n")
         if len(d.devices) > 1 or d.devices[0].name:
-            for m in d.devices:
+            for m in d.devices[:MAX_DEVICE_LINES]:
                 extra = " · ".join(x for x in (safe_text(m.name), _bytes(m.memory_bytes) if m.memory_bytes else "",
                                                f"cc {m.compute_capability}" if m.compute_capability else "") if x)
-                out.append(f"{m.label}: util {_pct(m.utilization)}" + (f" · {extra}" if extra else "") + "\n")
+                out.append(f"{safe_text(m.label)}: util {_pct(m.utilization)}" + (f" · {extra}" if extra else "") + "\n")
+            _more(out, len(d.devices), MAX_DEVICE_LINES, "devices")
     c = ov.communication
     if c is not None and len(ov.steps):
         n = len(ov.steps)
@@ -146,7 +159,7 @@ def memory_text(ov: "Overview", width: int) -> Text:
         out.append("No [memory] records: capture with profile_memory=True to see the memory curve.")
         return out
     origin = ov.steps[0].start if ov.steps else 0
-    for cv in ov.memory.curves:
+    for cv in ov.memory.curves[:MAX_MEMORY_CURVES]:
         out.append(f"{safe_text(cv.device)}", style="bold")
         out.append(f"  peak {_bytes(cv.peak_allocated)} allocated (reserved up to {_bytes(cv.peak_reserved)})")
         out.append(f" at {format_us(cv.peak_t - origin) if cv.peak_t >= origin else '-' + format_us(origin - cv.peak_t)}")
@@ -155,6 +168,7 @@ def memory_text(ov: "Overview", width: int) -> Text:
             out.append(safe_text(cv.peak_op), style="bold")
         out.append("\n")
         out.append(sparkline(cv.allocated, max(width - 2, 10)) + "\n", style="green3")
+    _more(out, len(ov.memory.curves), MAX_MEMORY_CURVES, "devices' memory curves")
     out.rstrip()
     return out
 
