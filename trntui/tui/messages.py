@@ -15,6 +15,22 @@ if TYPE_CHECKING:
     from trntui.model.profile import Profile
 
 
+@dataclass(frozen=True)
+class LoadedRun:
+    """What every pane is shown when a run has been loaded and analysed (trntui/tui/panes.py)."""
+
+    name: str
+    """The run's name (variant, rank, file)."""
+    profile: "Profile"
+    table: "OpTable | None"
+    """key_averages over the events shown (`--steps` / `--window` restrict it); None while it is computed (only
+    panes registered `before_table` are shown such a run)."""
+    view: tuple[int, int] | None = None
+    """Absolute [t0, t1) the timeline opens on (`--steps` / `--window`); None: fitted to the whole span."""
+    origin: int = 0
+    """Absolute ns that times are shown from (the start of the trace, or of the first selected step)."""
+
+
 @dataclass
 class LoadProgress(Message):
     """A load stage started (`step` of `total`), or moved on (`fraction` of it done, when it has a size)."""

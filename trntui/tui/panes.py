@@ -18,37 +18,18 @@ handles (e.g. `OpTableView.OpSelected` → timeline and chain); a pane that only
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 from textual import on
 from textual.containers import Vertical
 from textual.widget import Widget
 
+from trntui.tui.messages import LoadedRun
 from trntui.tui.widgets.calltree import CallTreeView
 from trntui.tui.widgets.chain import ChainView
 from trntui.tui.widgets.op_table import OpTableView
 from trntui.tui.widgets.regex_filter import RegexFilterInput
 from trntui.tui.widgets.timeline import Timeline
-
-if TYPE_CHECKING:
-    from trntui.analysis.key_averages import OpTable
-    from trntui.model.profile import Profile
-
-
-@dataclass(frozen=True)
-class LoadedRun:
-    """What every pane is shown when a run has been loaded and analysed."""
-
-    name: str
-    """The run's name (variant, rank, file)."""
-    profile: "Profile"
-    table: "OpTable | None"
-    """key_averages over the events shown (`--steps` / `--window` restrict it); None while it is computed (only
-    panes registered `before_table` are shown such a run)."""
-    view: tuple[int, int] | None = None
-    """Absolute [t0, t1) the timeline opens on (`--steps` / `--window`); None: fitted to the whole span."""
-    origin: int = 0
-    """Absolute ns that times are shown from (the start of the trace, or of the first selected step)."""
 
 
 @runtime_checkable

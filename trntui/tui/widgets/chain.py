@@ -24,7 +24,7 @@ from trntui.tui.widgets.rows import RowList, cursor_bindings
 if TYPE_CHECKING:
     from trntui.analysis.chains import Chain, Hop
     from trntui.model.profile import Profile
-    from trntui.tui.panes import LoadedRun
+    from trntui.tui.messages import LoadedRun
 
 MAX_BRANCHES_SHOWN = 64
 """Branches drawn before "… N more" (a ProfilerStep can launch thousands)."""

@@ -23,7 +23,7 @@ from trntui.textsafe import safe_text
 if TYPE_CHECKING:
     from trntui.analysis.key_averages import OpTable
     from trntui.model.profile import Profile
-    from trntui.tui.panes import LoadedRun
+    from trntui.tui.messages import LoadedRun
 
 
 def table_columns(table: "OpTable") -> list[Column]:

@@ -45,7 +45,7 @@ from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
     from trntui.model.profile import Profile
-    from trntui.tui.panes import LoadedRun
+    from trntui.tui.messages import LoadedRun
 
 MAX_SUBROWS = 4
 """Nesting depths drawn per lane; deeper events share the last sub-row."""
