@@ -107,9 +107,12 @@ def test_a_run_in_a_script_without_a_terminal() -> None:
         "k = run.sql(\"SELECT id, name FROM kernels ORDER BY dur_ns DESC LIMIT 1\")\n"
         "chain = run.chain(int(k['id'][0]))\n"
         "ov = run.overview()\n"
+        "cp = run.critical_paths(annotation='[param|pytorch.model.alex_net|0|0|0|measure|forward]', instance=1)[0]\n"
+        "w = cp.what_if(['kernels=0.5x'])\n"
         "print(json.dumps({'events': len(ev), 'arrow': arrow.num_rows, 'cols': list(ev.columns),\n"
         "  'kernel': k['name'][0], 'root': run.profile.name_of(chain.root),\n"
-        "  'hops': [h.name for b in chain.branches for h in b], 'ov': type(ov).__name__}))\n"
+        "  'hops': [h.name for b in chain.branches for h in b], 'ov': type(ov).__name__,\n"
+        "  'cp': cp.length_ns, 'bound': cp.bound_by, 'saved': w.saved_ns}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
                          cwd=REPO, timeout=300)
@@ -120,6 +123,7 @@ def test_a_run_in_a_script_without_a_terminal() -> None:
                            "lane", "tier", "depth", "parent_id", "step", "args"]
     assert doc["root"].startswith("aten::") and doc["kernel"] in doc["hops"]
     assert doc["ov"] == "Overview"
+    assert doc["cp"] == 35_834_000 and doc["bound"] == "cpu_bound" and doc["saved"] > 0  # HTA's alexnet window
 
 
 def test_runs_lists_a_directorys_runs_and_load_picks_one() -> None:

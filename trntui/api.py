@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
     from trntui.analysis.chains import Chain
+    from trntui.analysis.critical_path import CriticalPath
     from trntui.analysis.key_averages import OpTable
     from trntui.analysis.overview import Overview
     from trntui.loaders.discover import Run as FoundRun
@@ -135,6 +136,16 @@ class Run:
         from trntui.analysis.overview import overview
 
         return overview(self.profile)
+
+    def critical_paths(self, steps: str | None = None, *, join: bool = False, annotation: str | None = None,
+                       instance: str | int | None = None) -> "list[CriticalPath]":
+        """The critical path of the longest step (`steps=None`), of each of `steps` ("3-5"), of them joined
+        (`join=True`), or of HTA's window (`annotation`, `instance`): docs/overview.md "Critical path". Each has
+        `.breakdown_pct()`, `.bound_by`, `.length_ns`, `.top_events()`, `.stretches()`, `.what_if(["aten::mul=0.5x"])`
+        and `.to_dict()` (the JSON of `trntui overview`)."""
+        from trntui.analysis.critical_path import critical_paths
+
+        return critical_paths(self.profile, steps, join=join, annotation=annotation, instance=instance)
 
     def chain(self, event_id: int) -> "Chain":
         """The dependency chain through event `event_id` (the app's chain pane): op -> runtime -> hardware hops."""
