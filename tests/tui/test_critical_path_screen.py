@@ -27,7 +27,7 @@ async def test_screen_shows_the_breakdown_and_enter_shows_the_event(tmp_path):
     path = tmp_path / "gpu_Context Sync.json"
     async with opened(path, size=(130, 40)) as (app, pilot):
         assert ("Critical path", "key: P") in [(t, h) for t, h, _ in app.palette_commands()]
-        screen = await _open(app, pilot)
+        await _open(app, pilot)
         text = screen_text(app)
         lines = text.splitlines()
         assert lines[0].strip().startswith(

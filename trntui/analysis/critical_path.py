@@ -475,7 +475,6 @@ class _Builder:
         self.chain(n_ev, n_st, n_ts, seg, w, kind, attr, bound)
 
     def build(self) -> Graph:
-        p = self.p
         ch = self.chains
         cat = lambda key, dt: np.concatenate([c[key] for c in ch]).astype(dt, copy=False) if ch else np.zeros(0, dt)  # noqa: E731
         node_event = cat("ev", np.int64)
@@ -846,10 +845,8 @@ def _build_neuron(profile: Profile, t0: int, t1: int, t_end: int) -> Graph:
     in_host[host] = True
     src_l: list[int] = []
     dst_l: list[int] = []
-    pid_of = np.array([l.pid for l in profile.lanes] or [0], np.int64)
     h_sorted = host[np.lexsort((-(profile.end[host] - profile.start[host]), profile.start[host]))]
     hs = profile.start[h_sorted]
-    hpid = pid_of[profile.lane[h_sorted]]
     undispatched = 0
     for r in sched.tolist():
         top = _frontend_above(links, r)
