@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trntui.model.profile import Profile
+from trntui.units import duration_unit, format_ns  # (format_ns: imported from here by the app)
 
 GLYPHS = " ░▒▓█"
 """Cell shades by busy fraction: empty, ≤ 1/3, ≤ 2/3, < 1, full."""
@@ -557,31 +558,6 @@ def _before(row: TimelineRow, t: int, current: int) -> int:
     return int(np.searchsorted(row.starts, t, side="left")) - 1
 
 
-_UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
-
-
-def _unit(a: float) -> tuple[float, str]:
-    """The largest unit that `a` ns is at least one of (ns below 1µs)."""
-    for scale, name in reversed(_UNITS):
-        if a >= scale:
-            return scale, name
-    return _UNITS[0]
-
-
-def format_ns(ns: float) -> str:
-    """A short duration with three significant digits and a unit: `850ns`, `12.3µs`, `1.25ms`, `3.40s`,
-    `70145s` (never scientific notation)."""
-    a = abs(ns)
-    sign = "-" if ns < 0 else ""
-    scale, unit = _unit(a)
-    value = a / scale
-    if unit == "ns" or value >= 100:
-        text = f"{value:.0f}"
-    else:
-        text = f"{value:.{2 if value < 10 else 1}f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"
-    return f"{sign}{text}{unit}"
-
-
 def _decimals(scale: float, resolution: float) -> int:
     """Decimals that show `resolution` ns in a unit of `scale` ns."""
     if resolution >= scale:
@@ -597,7 +573,7 @@ def format_offset(ns: float, resolution: float | None = None, unit_of: float | N
     """
     a = abs(ns)
     sign = "-" if ns < 0 and round(a) > 0 else "+"
-    scale, unit = _unit(abs(unit_of) if unit_of is not None else a)
+    scale, unit = duration_unit(abs(unit_of) if unit_of is not None else a)
     if resolution is None:
         resolution = 100.0 if unit == "µs" else 1000.0
     return f"{sign}{a / scale:.{_decimals(scale, resolution)}f}{unit}"

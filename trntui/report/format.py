@@ -12,16 +12,7 @@ import re as _re
 from typing import Any, Iterable, Sequence
 
 from trntui.textsafe import csv_safe, safe_text
-from trntui.units import format_bytes  # noqa: F401 - re-exported: sizes are formatted in trntui/units.py
-
-
-def format_time(us: float) -> str:
-    """torch's `_format_time`: µs with 3 decimals, switching to ms/s."""
-    if us >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
+from trntui.units import format_bytes, format_time  # noqa: F401 - re-exported: sizes and durations are formatted in trntui/units.py
 
 
 def format_pct(p: float) -> str:

@@ -121,7 +121,7 @@ class OverviewScreen(Screen[int | None]):
         total = ov.average_ns.get("Total", 0.0)
         device = ov.backend or "CPU"
         what = f"steps {ov.selected}" if ov.selected else f"{len(ov.steps)} step{'s' if len(ov.steps) != 1 else ''}"
-        from trntui.tui.widgets.kernel_table import format_us
+        from trntui.units import format_us
 
         head = f"Overview · {self.run_name} · {device} · {what} · avg step {format_us(total)}" if self.run_name else \
             f"Overview · {device} · {what} · avg step {format_us(total)}"

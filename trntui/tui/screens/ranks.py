@@ -22,6 +22,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
+from trntui.units import format_ms
 from trntui.tui.widgets.rank_heatmap import RankHeatmap
 
 if TYPE_CHECKING:
@@ -159,9 +160,9 @@ class RanksScreen(Screen[None]):
             head += " · STRAGGLER: " + "; ".join(safe_text(x) for x in r.reasons)
         lines = [
             head,
-            f"step {safe_text(step)}: {_ms(t)} ms · mean {_ms(r.step_mean)} ms ({_pct(r.vs_median_pct)} vs median) · "
-            f"compute {_ms(r.computation)} · comm {_ms(r.communication)} · overlap {_ms(r.overlap)} · "
-            f"idle {_ms(r.idle)} · waited {_ms(r.wait)} ms/step in collectives"
+            f"step {safe_text(step)}: {format_ms(t)} ms · mean {format_ms(r.step_mean)} ms ({_pct(r.vs_median_pct)} vs median) · "
+            f"compute {format_ms(r.computation)} · comm {format_ms(r.communication)} · overlap {format_ms(r.overlap)} · "
+            f"idle {format_ms(r.idle)} · waited {format_ms(r.wait)} ms/step in collectives"
             + (f" · arrived last at {r.last_arrivals} calls" if rep.collective_level else ""),
             f"top ops ({r.top_ops_metric}): " + "; ".join(f"{safe_text(n)} {v / 1e3:.3f} ms" for n, v in r.top_ops[:5]),
             "Enter: open this rank · space: mark · c: compare · s: sort · Esc: back",
@@ -258,8 +259,6 @@ class RanksScreen(Screen[None]):
         self.app.push_screen(HelpScreen(ranks_key_reference(), "trntui ranks keys"))
 
 
-def _ms(ns: float) -> str:
-    return "-" if ns is None or (isinstance(ns, float) and math.isnan(ns)) else f"{ns / 1e6:.3f}"
 
 
 def _pct(p: float) -> str:

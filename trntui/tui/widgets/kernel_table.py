@@ -18,21 +18,12 @@ from textual.message import Message
 from textual.strip import Strip
 
 from trntui.textsafe import safe_text
+from trntui.units import format_us
 from trntui.tui.messages import PaneTitleChanged
 from trntui.tui.widgets.rows import Column, RowList, cursor_bindings, filter_pattern, fit
 
 if TYPE_CHECKING:
     from trntui.analysis.overview.kernels import KernelRow, KernelTables
-
-
-def format_us(ns: float) -> str:
-    """A duration for a table cell: µs below 1 ms, else ms/s, three significant decimals at most."""
-    us = ns / 1000.0
-    if us < 1000:
-        return f"{us:,.1f}us"
-    if us < 1_000_000:
-        return f"{us / 1000:,.2f}ms"
-    return f"{us / 1_000_000:,.2f}s"
 
 
 def _value(row: "KernelRow", key: str):

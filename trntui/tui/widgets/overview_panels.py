@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from trntui.analysis.overview.bars import stack_cells
 from trntui.textsafe import safe_text
-from trntui.tui.widgets.kernel_table import format_us
+from trntui.units import format_us
 
 if TYPE_CHECKING:
     from trntui.analysis.overview import Overview

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from trntui.textsafe import safe_text
+from trntui.units import format_ms
 from trntui.tui.widgets.rows import RowList, cursor_bindings
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ class RankHeatmap(RowList):
         lstyle = self._style("straggler") if r.straggler else base
         if i in self.marked:
             lstyle = lstyle + self._style("marked")
-        segs = [Segment(label.ljust(lw), lstyle), Segment(_ms(r.step_mean).rjust(10) + " │", base)]
+        segs = [Segment(label.ljust(lw), lstyle), Segment(format_ms(r.step_mean).rjust(10) + " │", base)]
         for j in range(len(labels)):
             k = self.first_col + j
             lvl = int(self.levels[i, k])
@@ -236,7 +237,7 @@ class RankHeatmap(RowList):
         """`░ 771.300 ms … █ 809.800 ms` (the scale) for the screen's footer line."""
         if math.isnan(self.lo):
             return ""
-        return f"shade: {SHADES[0]} {_ms(self.lo)} ms … {SHADES[-1]} {_ms(self.hi)} ms (step time)"
+        return f"shade: {SHADES[0]} {format_ms(self.lo)} ms … {SHADES[-1]} {format_ms(self.hi)} ms (step time)"
 
     def resized(self) -> None:
         self.scroll_cursor_visible()
@@ -249,7 +250,3 @@ def _blend(level: int):
     a, b = LOW.get_truecolor(), HIGH.get_truecolor()
     return ColorTriplet(int(a.red + (b.red - a.red) * t), int(a.green + (b.green - a.green) * t),
                         int(a.blue + (b.blue - a.blue) * t))
-
-
-def _ms(ns: float) -> str:
-    return "-" if ns is None or math.isnan(ns) else f"{ns / 1e6:.3f}"
