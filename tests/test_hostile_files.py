@@ -354,6 +354,12 @@ elif extra == "links":  # links out of the cache
 elif extra == "big":
     with open(out / "Big.parquet", "wb") as fh:
         fh.truncate(3 << 20)
+elif extra in ("deep", "deep-export"):  # 1,500 directories (os.walk and rglob recurse once per level)
+    d = out.parent if extra == "deep" else out
+    for _ in range(1500):
+        d = d / "d"
+        os.mkdir(d)
+    (d / "bottom.txt").write_text("x")
 elif extra == "chatty":
     sys.stdout.write("x" * (3 << 20))
     sys.stdout.flush()
@@ -449,3 +455,19 @@ def test_a_converter_log_is_bounded(hostile_tool, tmp_path: Path, capsys, monkey
     assert rc == 0, err
     assert "wrote more than 1 MiB of output" in out
     assert _cache_entries(tmp_path) == []
+
+
+@pytest.mark.parametrize("extra", ["deep", "deep-export"])
+def test_a_converter_output_1500_directories_deep(extra, hostile_tool, tmp_path: Path, capsys) -> None:
+    root = hostile_tool(extra)
+    with returns_within(60):
+        rc, out, err = run_cli(capsys, "summary", str(root))
+    assert rc == 0, err
+    assert "Traceback" not in err and "RecursionError" not in out + err
+    cache = tmp_path / "cache" / "neuron"
+    assert not [p.name for p in cache.iterdir() if p.name.startswith(".")]  # no .tmp left
+    if extra == "deep-export":  # inside the export: refused, the framework trace alone with a note
+        assert "directories deep" in out and _cache_entries(tmp_path) == []
+    else:  # beside it: the export is converted, the deep tree is not kept
+        [entry] = _cache_entries(tmp_path)
+        assert max(len(p.relative_to(entry).parts) for p in entry.rglob("*")) < 70

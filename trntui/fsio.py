@@ -219,7 +219,16 @@ def ensure_dir(path: PathLike) -> Path:
     checked one by one (`check_target`)."""
     p = Path(path)
     try:
-        p.mkdir(parents=True, exist_ok=True)
+        missing = []  # iteratively (Path.mkdir(parents=True) recurses once per missing level)
+        q = p
+        while not os.path.lexists(q) and q != q.parent:
+            missing.append(q)
+            q = q.parent
+        for d in reversed(missing):
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                pass
     except FileExistsError:
         raise FileRefused(p, "exists and is not a directory") from None
     except NotADirectoryError:
@@ -471,18 +480,50 @@ def walk_files(root: PathLike, *, max_entries: int = 1_000_000) -> Iterator[tupl
                 yield r, e
 
 
+def walk_dirs(root: PathLike, *, max_entries: int = 1_000_000) -> Iterator[tuple[Path, list[str]]]:
+    """(directory, sorted names of its non-directory entries) for `root` and every directory below it, top-down in
+    sorted order, iteratively (os.walk recursed in Python 3.11: a tree 1,500 levels deep raised RecursionError),
+    never following a link; `FileRefused` past `max_entries` entries."""
+    stack: list[Path] = [Path(root)]
+    seen = 0
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > max_entries:
+            raise FileRefused(root, f"holds more than {max_entries:,} entries")
+        dirs, files = [], []
+        for e in entries:
+            try:
+                (dirs if e.is_dir(follow_symlinks=False) else files).append(e.name)
+            except OSError:
+                files.append(e.name)
+        yield d, files
+        stack.extend(d / name for name in reversed(dirs))
+
+
 def copy_tree(src: PathLike, dst: PathLike, *, file_limit: int, total_limit: int, max_entries: int = 100_000,
-              move: bool = False, skip: Callable[[str], bool] | None = None) -> tuple[int, list[str]]:
+              move: bool = False, skip: Callable[[str], bool] | None = None,
+              max_depth: int = 64) -> tuple[int, list[str]]:
     """Copy the regular files under `src` into a new directory tree `dst` (bounded: each file `file_limit`,
     all of them `total_limit`, `max_entries` entries; past a bound, `FileRefused` naming the file). Symbolic
     links and special files are not copied: they are returned, as relative paths with what they are, for the
     caller to report. `move`: rename each regular file instead (same file system: nothing is duplicated; a copy
-    when it is not). `skip(rel)`: relative paths left out on purpose. Returns (bytes kept, refused)."""
+    when it is not). `skip(rel)`: relative paths left out on purpose. A file more than `max_depth` directories
+    down is refused too (readers that walk with os.walk/rglob recurse once per level). Returns (bytes kept,
+    refused)."""
     total = 0
     refused: list[str] = []
     ensure_dir(dst)
     for rel, entry in walk_files(src, max_entries=max_entries):
         if skip is not None and skip(rel):
+            continue
+        if rel.count("/") > max_depth:
+            refused.append(f"{rel[:200]}... ({rel.count('/')} directories deep)")
             continue
         try:
             st = entry.stat(follow_symlinks=False)

@@ -274,13 +274,13 @@ def find_export(directory: Path) -> tuple[Path, str] | None:
 
     if not directory.is_dir():
         return None
-    for d, _dirs, files in sorted(os.walk(directory)):
-        p = Path(d)
-        if is_parquet_export(p):
-            return p, "parquet"
-    for d, _dirs, files in sorted(os.walk(directory)):
-        for fn in sorted(files):
-            p = Path(d) / fn
+    walked = list(fsio.walk_dirs(directory, max_entries=MAX_ENTRIES))  # iterative: any depth
+    for d, _files in walked:
+        if is_parquet_export(d):
+            return d, "parquet"
+    for d, files in walked:
+        for fn in files:
+            p = d / fn
             if fn.endswith(".json") and looks_like_export(p):
                 return p, "json"
     return None
