@@ -526,3 +526,20 @@ def test_many_syncs_in_one_step(tmp_path):
     cp = critical_paths(_load(tr.write(tmp_path / "many.json")))[0]
     assert _us(cp) == {"cpu_bound": n, "gpu_kernel_launch_overhead": 19 * n, "gpu_compute_bound": 2 * n}
     assert cp.length_ns == _plain_longest(cp.graph, cp.graph.chain_w, cp.graph.x_w) == 22_000 * n
+
+
+def test_overview_what_if_on_a_directory_of_runs(capsys):
+    """A directory of three runs: a malformed spec is one error before any load; a good one gives every run's
+    path its what-if."""
+    from tests.conftest import REPO, run_cli
+
+    d = str(REPO / "sample_profiles" / "neuron")
+    rc, out, err = run_cli(capsys, "overview", d, "--what-if", "nc_exec_running")
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--what-if" in err
+    rc, out, err = run_cli(capsys, "overview", d, "--format", "json", "--what-if", "kernels=0.5x")
+    assert rc == 0, err
+    runs = json.loads(out)["runs"]
+    assert len(runs) == 3
+    for r in runs:
+        (cp,) = r["critical_path"]
+        assert cp["bound_by"] == "neuroncore_compute" and cp["what_if"][0]["saved_us"] > 0

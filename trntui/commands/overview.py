@@ -58,11 +58,6 @@ def critical_path_part(profile, args: argparse.Namespace):
     if getattr(args, "no_critical_path", False):
         return [], [], None
     specs = list(getattr(args, "what_if", None) or [])
-    if specs:
-        from trntui.analysis.critical_path import parse_what_if
-
-        for spec in specs:
-            parse_what_if(spec)  # a malformed spec is the user's error: exit 2 before any output
     try:
         cps = critical_paths(profile, args.steps, join=getattr(args, "join_steps", False),
                              annotation=getattr(args, "path_annotation", None),
@@ -87,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
     from trntui.report.overview import json_document, render
     from trntui.textsafe import safe_text
 
+    from trntui.analysis.critical_path import parse_what_if
+
+    for spec in args.what_if or []:
+        parse_what_if(spec)  # a malformed spec is the user's error: one line, exit 2, before any loading
     options = load_options(args)
     runs = find_runs(Path(args.path))
     many = len(runs) > 1
