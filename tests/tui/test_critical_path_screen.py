@@ -101,3 +101,21 @@ async def test_names_from_the_trace_are_shown_not_obeyed(tmp_path):
         text = screen_text(app)
         assert "[b]evil_kernel[/b]" in text
         assert "\x1b" not in text and "\x07" not in text
+
+
+async def test_screen_on_a_neuron_run():
+    """The naive RMSNorm sample (synthetic, made to the Neuron docs): Neuron bound names in the legend, the
+    executions on top, the figures the analysis gives."""
+    from trntui.analysis.critical_path import critical_paths
+
+    from .conftest import REPO
+
+    async with opened(REPO / "sample_profiles" / "neuron" / "naive", size=(130, 40)) as (app, pilot):
+        await _open(app, pilot)
+        cp = critical_paths(app.profile)[0]
+        text = screen_text(app)
+        pct = cp.breakdown_pct()
+        assert f"█ neuroncore_compute {pct['neuroncore_compute']:.1f}% · " in text
+        assert f"█ dispatch_overhead {pct['dispatch_overhead']:.1f}% · " in text
+        rows = [line.split() for line in text.splitlines() if line.lstrip().startswith("nc_exec_running")]
+        assert len(rows) == 6 and all(r[-2] == "neuroncore_compute" or "neuroncore_compute" in r for r in rows)
