@@ -199,7 +199,9 @@ def entry() -> NoReturn:
 
         gc.set_threshold(GC_FIRST_GENERATION, *gc.get_threshold()[1:])
     code = main()
-    if not fast or _threads_alive():
+    from trntui.threads import threads_alive
+
+    if not fast or threads_alive():
         sys.exit(code)
     code = _flush_streams(code)
     import atexit
@@ -207,11 +209,6 @@ def entry() -> NoReturn:
     atexit._run_exitfuncs()  # what the interpreter would run (multiprocessing's, logging's, any library's)
     code = _flush_streams(code)
     os._exit(code)
-
-
-def _threads_alive() -> bool:
-    threading = sys.modules.get("threading")
-    return threading is not None and threading.active_count() > 1
 
 
 def _flush_streams(code: int) -> int:

@@ -193,18 +193,6 @@ def child() -> int:
     return main(request)
 
 
-def _single_threaded() -> bool:
-    """Whether this process has one thread (native ones included), so a fork copies a consistent state."""
-    import threading
-
-    if threading.active_count() != 1:
-        return False
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
-
-
 class Forked:
     """A loader process forked from `trntui open` before Textual is imported (`prestart`): it starts decoding
     at once, with trntui and numpy already imported (a fresh interpreter spends ~0.3 s of a core on that, on
@@ -241,7 +229,9 @@ class Forked:
 
 def _fork_loader(request: "LoadRequest") -> Forked | None:
     """Fork this (single-threaded) process into the loader process; None where that is not possible."""
-    if not hasattr(os, "fork") or not _single_threaded():
+    from trntui.threads import threads_alive
+
+    if not hasattr(os, "fork") or threads_alive(native=True):  # (a fork copies a consistent state only then)
         return None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()

@@ -19,6 +19,7 @@ import msgspec
 from trntui.loaders.kineto.schema import Ev, list_decoder, top_level_meta, top_raw_decoder
 from trntui.loaders.scan import first_non_space, last_non_space
 from trntui.progress import report
+from trntui.threads import threads_alive
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 """A candidate boundary between two events (may also match inside a string or nested args: a chunk cut
@@ -122,7 +123,7 @@ _PARALLEL_MIN_BYTES = 64 << 20
 
 
 def parallel_ok(size: int) -> bool:
-    if size < _PARALLEL_MIN_BYTES or not hasattr(os, "fork") or threading.active_count() != 1:
+    if size < _PARALLEL_MIN_BYTES or not hasattr(os, "fork") or threads_alive():
         return False  # forking a process with other threads is unsafe
     try:
         cpus = len(os.sched_getaffinity(0))
