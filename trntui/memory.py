@@ -44,6 +44,21 @@ NEURON_JSON_FACTOR = 8
 measured 4.7x on a 74 MB export of 300k rows; rounded up for the conversion into rows. Checked while the
 file is read (its inflation is bounded), before it is parsed."""
 
+DEVICE_FIXED_BYTES = 200 << 20
+"""Interpreter, numpy, pandas and pyarrow, before a device profile's first row (measured: the intercept of the peaks
+below, 150-190 MiB)."""
+
+DEVICE_REPORT_BYTES_PER_ROW = 520
+"""Peak memory per row of a Neuron device profile's tables for `trntui device` and the app's Device view (the
+typed columns read, then the analysis: the window's rows, the per-engine unions, the top tables), over
+`DEVICE_FIXED_BYTES`. Measured with every used column present: 355 MiB at 400k Instruction rows, 615 MiB at 1M,
+1.08 GiB at 2M (~435 B a row); rounded up to stay above it."""
+
+DEVICE_PROFILE_BYTES_PER_ROW = 360
+"""Peak memory per row of a device profile read into a `Profile` (`trntui open`/`summary` on its directory: the
+typed columns, the event columns, the lane index), over `DEVICE_FIXED_BYTES`. Measured 449 MiB at 1M rows,
+750 MiB at 2M (~315 B a row); rounded up to stay above it."""
+
 _SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*\Z", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 

@@ -35,6 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instance type for the roofline peaks when the export does not say (trn1, trn2, trn3, inf2, ...)")
     p.add_argument("--limit", type=int, default=10, metavar="N", help="rows per top table (default 10)")
     p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
+    from trntui.commands.options import memory_budget
+
+    p.add_argument(
+        "--memory-budget", metavar="SIZE", type=memory_budget,
+        help="most memory the read and the analysis may use, e.g. 4G or 800M (default: $TRNTUI_MEMORY_BUDGET, else "
+        "80%% of the available memory); an export that cannot fit is refused before it is read, with what it needs",
+    )
     p.set_defaults(func=run)
 
 
@@ -61,12 +68,13 @@ def locate(path: Path, nc: int | None = None) -> "DeviceRef":
 
 
 def run(args: argparse.Namespace) -> int:
+    from trntui import memory
     from trntui.analysis.device import analyse, window_for
     from trntui.report.device import render
     from trntui.loaders.neuron_device import load_device
 
     ref = locate(Path(args.path), args.nc)
-    export = load_device(ref.path, ref.identity)
+    export = load_device(ref.path, ref.identity, budget=memory.resolve(args.memory_budget))
     window, shift = window_for(export, execution=args.execution)
     report = analyse(export, window=window, shift=shift, pcores=args.pcore, instance_type=args.instance_type,
                      top=max(args.limit, 1))

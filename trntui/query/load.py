@@ -24,8 +24,9 @@ def run_names(runs: list[Any]) -> list[str]:
     return out
 
 
-def device_reader(run: Any) -> Callable[[], Any] | None:
-    """For a Neuron device-profile run: a function that reads its tables (`DeviceExport`); else None."""
+def device_reader(run: Any, budget: int | None = None) -> Callable[[], Any] | None:
+    """For a Neuron device-profile run: a function that reads its tables (`DeviceExport`; refused before it is
+    read when they cannot fit `budget` bytes, None: no limit); else None."""
     if getattr(run, "format", "") != "neuron-device":
         return None
     src = run.source
@@ -33,7 +34,7 @@ def device_reader(run: Any) -> Callable[[], Any] | None:
     def read() -> Any:
         from trntui.loaders.neuron_device import load_device
 
-        return load_device(src.path, src.identity)
+        return load_device(src.path, src.identity, budget=budget)
 
     return read
 
@@ -42,6 +43,9 @@ def load_runs(path: str | Path, options: Any = None, *, merge: bool = False) -> 
     """Every run under `path`, loaded (`LoadOptions` as the commands build them; None: from the environment)."""
     from trntui.session import find_runs, load_run
 
+    from trntui.loaders.protocol import LoadOptions
+
     runs = find_runs(Path(path), merge=merge)
-    return [RunData(name, load_run(run, options), device=device_reader(run))
+    budget = (options if options is not None else LoadOptions.from_env()).budget
+    return [RunData(name, load_run(run, options), device=device_reader(run, budget))
             for name, run in zip(run_names(runs), runs)]

@@ -68,8 +68,33 @@ def _schema_fields(directory: Path) -> dict[str, list[str]]:
     return out
 
 
-def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExport:
-    """Read the device profile in directory `path` (LoadError with one line when it is not one)."""
+def table_rows(directory: Path) -> int:
+    """Rows of every table trntui reads from a device profile, from the Parquet footers (nothing is decoded)."""
+    from trntui.loaders.neuron.parquet import table_files
+
+    return sum(row_count(p) for t in schema.TABLES for p in table_files(directory, t))
+
+
+def check_budget(directory: Path, budget: int | None, per_row: int | None = None, how: str = "this device profile") -> None:
+    """`OverBudget` (one line: what it would need) when reading the profile's tables (and what follows, `per_row`
+    bytes a row: `memory.DEVICE_REPORT_BYTES_PER_ROW` by default) cannot fit `budget`; checked from the footers,
+    before anything is read."""
+    if budget is None:
+        return
+    from trntui import memory
+
+    rows, instructions = table_rows(directory), instruction_rows(directory)
+    needed = memory.DEVICE_FIXED_BYTES + rows * (per_row or memory.DEVICE_REPORT_BYTES_PER_ROW)
+    if needed > budget:
+        others = f" and {rows - instructions:,} other table row{'s' if rows - instructions != 1 else ''}" if rows > instructions else ""
+        raise memory.over_budget(directory, needed, budget, f"{how} ({instructions:,} instructions{others})")
+
+
+def load_device(path: str | Path, identity: Identity | None = None, *, budget: int | None = None,
+                per_row: int | None = None) -> DeviceExport:
+    """Read the device profile in directory `path` (LoadError with one line when it is not one). `budget`: bytes
+    the read and the analysis after it may take (None: no limit): an export that cannot fit is refused before
+    it is read (`check_budget`, `per_row` bytes a row)."""
     directory = Path(path)
     if not directory.is_dir():
         raise LoadError(directory, "not a directory (a device profile is a directory of Parquet tables)")
@@ -77,6 +102,7 @@ def load_device(path: str | Path, identity: Identity | None = None) -> DeviceExp
 
     if not table_files(directory, "Instruction"):
         raise LoadError(directory, "not a Neuron device profile: no Instruction.parquet (or Instruction_<k>.parquet)")
+    check_budget(directory, budget, per_row)
     meta_t = read_table(directory, "Metadata")
     metadata = _first_row(meta_t)
     version = str(metadata.get("profile_schema_version") or "")[:64]  # (a 5,000-digit version is junk, not a version)

@@ -16,11 +16,6 @@ from trntui.loaders.discover import Run
 if TYPE_CHECKING:
     from trntui.model.device import Identity
 
-BYTES_PER_INSTRUCTION = 200
-"""Peak memory per Instruction row while a device profile is read into a Profile (typed columns, the event
-columns, the lane index): checked against the load's budget before anything is read."""
-
-
 @dataclass(frozen=True)
 class DeviceSource:
     """What a device-profile run reads: the profile directory and whose it is (plain data: runs pickle)."""
@@ -43,17 +38,13 @@ class DeviceFormat:
                 for r in find_device_profiles(path)]
 
     def load(self, run: Run, builder, options) -> None:
-        from trntui.errors import OverBudget
-        from trntui.loaders.neuron_device.export import instruction_rows, load_device
+        from trntui import memory
+        from trntui.loaders.neuron_device.export import load_device
         from trntui.loaders.neuron_device.timeline import add_device_events
 
         src: DeviceSource = run.source
-        budget = options.budget
-        rows = instruction_rows(src.path)
-        if budget is not None and rows * BYTES_PER_INSTRUCTION > budget:
-            raise OverBudget(src.path, f"{rows:,} instructions need about {rows * BYTES_PER_INSTRUCTION / 1e9:.1f} GB, "
-                                       f"over the memory budget of {budget / 1e9:.1f} GB")
-        export = load_device(src.path, src.identity)
+        # (refused before anything is read when the tables cannot fit: memory.DEVICE_PROFILE_BYTES_PER_ROW a row)
+        export = load_device(src.path, src.identity, budget=options.budget, per_row=memory.DEVICE_PROFILE_BYTES_PER_ROW)
         add_device_events(export, builder)
         builder.meta.notes.append(
             f"Neuron device profile: engines and DMA queues as hardware lanes; `trntui device {src.path}` reports "

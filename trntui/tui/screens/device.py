@@ -152,7 +152,7 @@ class DeviceScreen(Screen[None]):
                 path, identity, note = self.path, None, ""
             else:
                 path, identity, note = find_device_export(self.roots, t)
-            export = load_device(path, identity)
+            export = load_device(path, identity, budget=self._budget())
             window, shift = window_for(export, system=(t.start, t.end), rank=t.rank)
             report = analyse(export, window=window, shift=shift)
             profile = device_profile(export, window, shift, nc=t.nc)
@@ -162,6 +162,13 @@ class DeviceScreen(Screen[None]):
             self.post_message(DeviceFailed(str(exc)))
         except Exception as exc:  # noqa: BLE001 - a bad export shows a notice, never a traceback
             self.post_message(DeviceFailed(f"unexpected {type(exc).__name__}: {exc}"))
+
+    def _budget(self) -> int | None:
+        """The app's memory budget (`--memory-budget` / TRNTUI_MEMORY_BUDGET) in bytes, None: no limit."""
+        from trntui.loaders.protocol import LoadOptions
+
+        options = getattr(self.app, "load_options", None)
+        return (options if options is not None else LoadOptions.from_env()).budget
 
     @on(DeviceFailed)
     def _failed(self, message: DeviceFailed) -> None:
