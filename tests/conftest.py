@@ -62,3 +62,15 @@ def _private_profile_cache(tmp_path_factory):
         os.environ.pop("TRNTUI_CACHE_DIR", None)
     else:
         os.environ["TRNTUI_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_terminal_width():
+    """Headless tables fit `COLUMNS` when it is set (trntui/report/format.terminal_width), and pytest-xdist's
+    workers have COLUMNS=80: tests (and the commands they start) print full tables unless a test sets it."""
+    import os
+
+    old = os.environ.pop("COLUMNS", None)
+    yield
+    if old is not None:
+        os.environ["COLUMNS"] = old

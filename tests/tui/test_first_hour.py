@@ -282,6 +282,33 @@ def test_headless_compare_fits_the_terminal_and_wide_prints_full_names(corpus_di
     assert width <= 150, width
 
 
+def test_headless_tables_fit_80_columns(corpus_dir, capsys, monkeypatch, tmp_path):
+    """At COLUMNS=80 every line of `compare --no-tui` and `overview` fits (it was 255 wide): the columns that
+    matter least give way and are named under the table, the sorted delta and the status stay, prose folds, the
+    kernel rows still read differently; a pipe without COLUMNS gets every column (scripts, CI)."""
+    runs = []
+    for name in ("before", "after"):
+        (tmp_path / f"{name}.json.gz").write_bytes((corpus_dir / "cuda_alexnet.json.gz").read_bytes())
+        runs.append(str(tmp_path / f"{name}.json.gz"))
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["compare", *runs, "--no-tui", "--limit", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(x) for x in lines) <= 80, max(lines, key=len)
+    head = next(x for x in lines if x.startswith("Name "))
+    assert "Δ Self CUDA" in head and head.rstrip().endswith("Status"), head
+    assert any(x.startswith("(6 columns left out to fit 80 columns: Calls #1, Calls #2") for x in lines)
+    kernels = [x.split("  ")[0] for x in lines if x.startswith(("vectorized_elem", "elementwise_kernel"))]
+    assert len(kernels) >= 2 and len(set(kernels)) == len(kernels), kernels
+    assert main(["overview", runs[0]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(x) for x in lines) <= 80, max(lines, key=len)
+    assert "Step time breakdown (us)" in lines and any(x.startswith("- [amp] 75% of the kernel") for x in lines)
+    monkeypatch.delenv("COLUMNS")
+    assert main(["compare", *runs, "--no-tui"]) == 0
+    wide = capsys.readouterr().out
+    assert "left out to fit" not in wide and "Calls #1" in wide and "Host ops" in wide
+
+
 async def test_app_tables_shorten_names_and_f_shows_them_whole(corpus_dir):
     """At 80 columns the ops table and the overview's kernel table show readable short kernel names (not
     `void at…`), and `f` shows the whole name."""

@@ -117,7 +117,13 @@ def run(args: argparse.Namespace) -> int:
 
         out = render(ov, args.format, title, width=None if args.wide else terminal_width())
         if args.format in ("table", "markdown") and not args.no_critical_path:
-            out += cp_text(cps, what_ifs, cp_error, args.format == "markdown")
+            width = None if args.wide else terminal_width()
+            cp = cp_text(cps, what_ifs, cp_error, args.format == "markdown", width=width)
+            if args.format == "table" and width is not None:
+                from trntui.report.format import fold
+
+                cp = "".join(f + "\n" for line in cp.splitlines() for f in fold(line, width))
+            out += cp
         if args.format == "csv" and k > 0 and docs is not None and out:
             out = out.split("\n", 1)[1]  # one header for all runs
         sys.stdout.write(out)

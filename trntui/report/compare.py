@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from trntui.analysis.compare import METRICS, TIME_METRICS, headline_metric, ratio
-from trntui.report.format import csv_text, fitted_table, format_time, markdown_safe, markdown_table, text_table  # noqa: F401
+from trntui.report.format import csv_text, fitted_table, fold, format_time, markdown_safe, markdown_table, text_table  # noqa: F401
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,10 +130,29 @@ def _marked(row: Any, k: int, text: str) -> str:
 # -- renderers ------------------------------------------------------------------------------------------------
 
 
-def _text_table(headers: list[str], cells: list[list[str]], left: int = 1, width: int | None = None) -> list[str]:
+def _text_table(headers: list[str], cells: list[list[str]], left: int = 1, width: int | None = None,
+                give_way: Sequence[int] = ()) -> list[str]:
     """The first `left` columns left-aligned; the last of them (the name) shortened so that the table fits
-    `width` cells (`format.short_names`: what tells long kernel names apart is kept); None: full names."""
-    return fitted_table(headers, cells, left - 1, width, align="l" * left)
+    `width` cells (`format.short_names`: what tells long kernel names apart is kept), the `give_way` columns
+    left out first where that is not enough; None: everything in full."""
+    return fitted_table(headers, cells, left - 1, width, align="l" * left, give_way=give_way)
+
+
+SUMMARY_GIVE_WAY = ("idle", "busy", "span", "host_ops", "dispatches", "self_cpu")
+"""The run summary's columns in the order they give way on a narrow terminal."""
+
+
+def diff_give_way(diff: "OpDiff", sort: str | None) -> list[int]:
+    """The op diff's columns in the order they give way on a narrow terminal: the per-run values of the metrics
+    not sorted by, their deltas, then the per-run values of the sorted metric; the name, the sorted delta and the
+    status stay."""
+    sort = sort or diff.default_sort
+    cols = diff_columns(diff)
+    values = [j for j, (_, f, _) in enumerate(cols) if f in ("calls", "self_cpu", "self_device") and f != sort]
+    deltas = [j for j, (_, f, _) in enumerate(cols) if f.startswith("d_") and f[2:] != sort]
+    shapes = [j for j, (_, f, _) in enumerate(cols) if f == "input_shapes"]
+    mine = [j for j, (_, f, _) in enumerate(cols) if f == sort and sort != "name"]
+    return values[::-1] + deltas[::-1] + shapes + mine[::-1]
 
 
 def _diff_rows(diff: "OpDiff", sort: str | None, pattern: str | None, limit: int | None, changed: bool) -> list[Any]:
@@ -191,7 +210,8 @@ def critical_path_lines(summaries: list[dict[str, Any] | None], markdown: bool =
     title = "Critical path per run (longest step; docs/overview.md)"
     if markdown:
         return [f"### {title}", "", *markdown_table(head, cells), ""]
-    return [title, *_text_table(head, cells, left=2, width=width), ""]
+    give_way = list(range(len(head) - 1, 3, -1))  # the smaller bound shares give way first, `bound by` stays
+    return [title, *_text_table(head, cells, left=2, width=width, give_way=give_way), ""]
 
 
 def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pattern=None, limit=40, changed=False,
@@ -207,8 +227,13 @@ def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pat
         if markdown:
             out += [f"### {title}", "", *markdown_table([h for h, _ in cols], cells), ""]
         else:
-            out += [title, *_text_table([h for h, _ in cols], cells, left=2, width=width), ""]
+            give_way = [j for key in SUMMARY_GIVE_WAY for j, (_, k) in enumerate(cols) if k == key]
+            out += [title, *_text_table([h for h, _ in cols], cells, left=2, width=width, give_way=give_way), ""]
         notes = _summary_notes(runs)
+        if width is not None and not markdown:
+            import textwrap
+
+            notes = [line for note in notes for line in textwrap.wrap(note, max(width, 40), subsequent_indent="  ")]
         out += notes + ([""] if notes else [])
         if critical:
             out += critical_path_lines(critical, markdown, width)
@@ -225,7 +250,10 @@ def render_text(runs: Sequence["ComparedRun"], diff: "OpDiff", *, sort=None, pat
         if markdown:
             out += [f"### {title}", "", legend, "", *markdown_table([h for h, _, _ in cols], cells)]
         else:
-            out += [title, legend, *_text_table([h for h, _, _ in cols], cells, width=width)]
+            out += [title, legend, *_text_table([h for h, _, _ in cols], cells, width=width,
+                                                give_way=diff_give_way(diff, sort))]
+    if width is not None and not markdown:
+        out = [folded for line in out for folded in fold(line, width)]
     text = "\n".join(out).rstrip("\n") + "\n"
     return markdown_safe(text) if markdown else text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trntui.report.format import markdown_table, text_table
+from trntui.report.format import fitted_table, fold_legend, markdown_table, text_table
 from trntui.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ def headline(cp: "CriticalPath") -> str:
 
 
 def section_lines(cp: "CriticalPath", markdown: bool = False, what_ifs: "list[WhatIf] | None" = None,
-                  top: int = TOP_EVENTS) -> list[str]:
+                  top: int = TOP_EVENTS, width: int | None = None) -> list[str]:
+    """The section for one path; `width`: the text tables fit it (lane, duration and share give way, names
+    shortened as `report.format.short_names` does), None: everything in full."""
     grid = markdown_table if markdown else (lambda header, rows: text_table(header, rows, align="l"))
     out = [headline(cp), ""]
     pct = cp.breakdown_pct()
@@ -51,14 +53,17 @@ def section_lines(cp: "CriticalPath", markdown: bool = False, what_ifs: "list[Wh
         out += grid(["bound type", "on path (us)", "% of path"], rows)
         if not markdown:
             b, key = bar(cp)
-            out += ["", f"  {b}", f"  {key}"]
+            out += ["", f"  {b}", *fold_legend(f"  {key}", width)]
     events = cp.top_events(top)
     if events:
         out += ["", "Events on the path (by time on it)" if not markdown else "**Events on the path (by time on it)**",
                 ""]
-        out += grid(["event", "on path (us)", "% of path", "duration (us)", "bound type", "lane"],
-                    [[_clip(t.name), _us(t.ns), f"{100.0 * t.ns / cp.length_ns:.1f}" if cp.length_ns else "0.0",
-                      _us(t.duration_ns), t.bound, _clip(t.lane, 40)] for t in events])
+        head = ["event", "on path (us)", "% of path", "duration (us)", "bound type", "lane"]
+        cells = [[_clip(t.name) if width is None else safe_text(t.name), _us(t.ns),
+                  f"{100.0 * t.ns / cp.length_ns:.1f}" if cp.length_ns else "0.0", _us(t.duration_ns), t.bound,
+                  _clip(t.lane, 40)] for t in events]
+        out += grid(head, cells) if markdown or width is None else \
+            fitted_table(head, cells, 0, width, align="l", give_way=(5, 3, 2))
     stretches = [s for s in cp.stretches() if s.ns]
     if stretches:
         out += ["", "Longest waits on the path" if not markdown else "**Longest waits on the path**", ""]
@@ -79,15 +84,16 @@ def section_lines(cp: "CriticalPath", markdown: bool = False, what_ifs: "list[Wh
 
 
 def overview_section(cps: "list[CriticalPath]", what_ifs: "list[list[WhatIf]]", error: str | None,
-                     markdown: bool = False, shown: int = 8) -> str:
-    """The critical-path section that `trntui overview` appends to its table or Markdown."""
+                     markdown: bool = False, shown: int = 8, width: int | None = None) -> str:
+    """The critical-path section that `trntui overview` appends to its table or Markdown; `width`: the cells
+    its text fits (None: full)."""
     out = ["", "## Critical path" if markdown else "Critical path", ""]
     if error:
         out.append(safe_text(error))
     for k, (cp, w) in enumerate(zip(cps[:shown], what_ifs[:shown])):
         if k:
             out.append("")
-        out += section_lines(cp, markdown, w)
+        out += section_lines(cp, markdown, w, width=None if markdown else width)
     if len(cps) > shown:
         out += ["", f"({len(cps) - shown} more step(s) in --format json)"]
     text = "\n".join(out) + "\n"

@@ -223,24 +223,80 @@ def short_names(names: Sequence[str], width: int) -> list[str]:
     return out
 
 
-def terminal_width(default: int = 120) -> int:
-    """The width headless tables fit: the terminal's (`COLUMNS` when set), else `default` (a pipe)."""
+def terminal_width() -> int | None:
+    """The width headless tables fit: `COLUMNS` when set, else the terminal's when standard output is one;
+    None when it is a pipe or a file (scripts and CI get every column and whole names, as with `--wide`)."""
     import os
-    import shutil
+    import sys
 
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
-    size = shutil.get_terminal_size((0, 0)).columns
-    return size or default
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return max(int(os.environ["COLUMNS"]), 20)
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns or None
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
 
 
 def fitted_table(headers: Sequence[str], rows: Sequence[Sequence[str]], name_column: int, width: int | None,
-                 align: str = "", min_name: int = 24) -> list[str]:
-    """`text_table` with the names of column `name_column` shortened (`short_names`) so that the table fits
-    `width` cells (None: full names, `--wide`)."""
+                 align: str = "", min_name: int = 24, give_way: Sequence[int] = ()) -> list[str]:
+    """`text_table` that fits `width` cells (None: everything in full, `--wide`): the columns of `give_way`
+    (indices, least important first) are left out one by one while the others leave the names of column
+    `name_column` less than `min_name` cells, then the names are shortened (`short_names`) to the room left.
+    Columns left out are named on a line under the table."""
+    hidden: list[int] = []
     if width is not None and rows:
-        others = sum(max([len(h)] + [len(r[j]) for r in rows]) + 2 for j, h in enumerate(headers) if j != name_column)
-        room = max(width - others, min_name, len(headers[name_column]))
+        def cells(j: int) -> int:
+            return max([len(headers[j])] + [len(r[j]) for r in rows]) + 2
+
+        def others() -> int:
+            return sum(cells(j) for j in range(len(headers)) if j != name_column and j not in hidden)
+
+        for j in give_way:
+            if width - others() >= min(min_name, cells(name_column) - 2):
+                break
+            hidden.append(j)
+        room = max(width - others(), min_name, len(headers[name_column]))
         names = short_names([r[name_column] for r in rows], room)
         rows = [[*r[:name_column], n, *r[name_column + 1:]] for r, n in zip(rows, names)]
-    return text_table(headers, rows, align)
+    keep = [j for j in range(len(headers)) if j not in hidden]
+    align = "".join(align[j : j + 1] or "r" for j in keep)
+    lines = text_table([headers[j] for j in keep], [[r[j] for j in keep] for r in rows], align)
+    if hidden:
+        import textwrap
+
+        note = (f"({len(hidden)} column{'s' if len(hidden) > 1 else ''} left out to fit {width} columns: "
+                f"{', '.join(headers[j] for j in sorted(hidden))}; --wide shows them)")
+        lines += textwrap.wrap(note, max(width or 0, 40))
+    return lines
+
+
+def fold(line: str, width: int) -> list[str]:
+    """A prose line (a recommendation, a note, a device line) folded to `width` cells, its continuation lines
+    indented; table rows and rules are left as they are (`fitted_table` fits those)."""
+    if len(line) <= width or "  " in line.strip():
+        return [line]  # short, or a table's row or rule (cells two spaces apart): never folded
+    import textwrap
+
+    lead = len(line) - len(line.lstrip(" "))
+    indent = " " * (lead + 2)
+    return textwrap.wrap(line, max(width, 40), subsequent_indent=indent, break_on_hyphens=False) or [line]
+
+
+def fold_legend(line: str, width: int | None) -> list[str]:
+    """A legend of entries two spaces apart (`  K=Kernel  M=Memcpy  …`) packed into lines of `width` cells,
+    each continuation line indented like the first; None: one line."""
+    if width is None or len(line) <= width:
+        return [line]
+    lead = line[: len(line) - len(line.lstrip(" "))]
+    out: list[str] = []
+    for entry in line.split("  "):
+        if not entry.strip():
+            continue
+        if out and len(out[-1]) + 2 + len(entry) <= width:
+            out[-1] += "  " + entry.strip()
+        else:
+            out.append(lead + entry.strip())
+    return out
+

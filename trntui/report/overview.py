@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trntui.analysis.overview.bars import stack_cells
-from trntui.report.format import csv_text, fitted_table, markdown_table, short_name, text_table
+from trntui.report.format import csv_text, fitted_table, fold, fold_legend, markdown_table, short_names, text_table
 from trntui.textsafe import safe_text, truncate
 
 if TYPE_CHECKING:
@@ -73,8 +73,12 @@ def kernel_rows(ov: "Overview", limit: int | None = KERNEL_ROWS, width: int | No
     if t.tensor_cores_known:
         header.append("Tensor Cores")
     rows = []
-    for r in t.by_name[:limit] if limit else t.by_name:
-        row = [safe_text(r.name) if width is None else short_name(safe_text(r.name), width), f"{r.calls:,}", _us(r.total_ns), _us(r.mean_ns), _us(r.max_ns), _us(r.min_ns)]
+    shown = t.by_name[:limit] if limit else t.by_name
+    names = [safe_text(r.name) for r in shown]
+    if width is not None:
+        names = short_names(names, width)
+    for r, name in zip(shown, names):
+        row = [name, f"{r.calls:,}", _us(r.total_ns), _us(r.mean_ns), _us(r.max_ns), _us(r.min_ns)]
         if t.has_blocks_per_sm:
             row.append(f"{r.blocks_per_sm:.2f}")
         if t.has_occupancy:
@@ -136,14 +140,24 @@ def render_table(ov: "Overview", title: str | None = None, markdown: bool = Fals
     h = (lambda s: f"## {s}") if markdown else (lambda s: s)
     out: list[str] = [("# " if markdown else "") + header_line(ov, title), ""]
     header, rows = breakdown_rows(ov)
-    out += [h("Step time breakdown"), ""] + grid(header, rows)
+    if markdown or width is None or len(text_table(header, rows)[0]) <= width:
+        out += [h("Step time breakdown"), ""] + grid(header, rows)
+    else:  # the unit in the title, then the categories with the least time give way
+        header = [c.removesuffix(" (us)") for c in header]
+        avg = [ov.average_ns.get(c, 0.0) for c in ov.visible]
+        give_way = [2 + j for j in sorted(range(len(avg)), key=lambda j: (avg[j], -j))]
+        out += ["Step time breakdown (us)", ""] + fitted_table(header, rows, 0, width, align="l", min_name=9,
+                                                                 give_way=give_way)
     if not markdown:
-        out += [""] + [f"  {line}" for line in bar_lines(ov)]
+        out += [""] + [part for line in bar_lines(ov) for part in fold_legend(f"  {line}", width)]
     out += ["", h("Device"), ""] + [("- " + line.strip() if markdown else line) for line in device_lines(ov)]
     kh, kr, n = kernel_rows(ov, width=60 if markdown else None)
     if kr:
         what = "NEFF executions" if ov.neuron else "Kernels"
-        table = fitted_table(kh, kr, 0, width, align="l") if not markdown else grid(kh, kr)
+        # on a narrow terminal Tensor Cores, Occupancy, Blocks/SM, Min, Max and Mean give way to the names
+        give_way = [j for j in range(len(kh) - 1, 2, -1)]
+        table = (fitted_table(kh, kr, 0, width, align="l", min_name=36, give_way=give_way) if not markdown
+                 else grid(kh, kr))
         out += ["", h(f"{what} (top {len(kr)} of {n} by total time)" if n > len(kr) else what), ""] + table
     ch, cr = communication_rows(ov)
     if cr:
@@ -160,6 +174,8 @@ def render_table(ov: "Overview", title: str | None = None, markdown: bool = Fals
     notes = ov.notes()
     if notes:
         out += [""] + [f"Note: {n}" for n in notes]
+    if width is not None and not markdown:
+        out = [folded for line in out for folded in fold(line, width)]
     return "\n".join(out) + "\n"
 
 
