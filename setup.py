@@ -32,7 +32,7 @@ if os.environ.get("TRNTUI_NO_EXT", "") in ("", "0"):
         Extension(
             "trntui.loaders.kineto._scan",
             sources=["trntui/loaders/kineto/_scan.c"],
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O3"],
             optional=True,
         )
     )

@@ -147,6 +147,58 @@ static PyObject *intern_list(Intern *t) {
     return out;
 }
 
+/* ---- first-occurrence codes of int64 values (a kept event's pid and tid) ---- */
+
+typedef struct {
+    Buf values;      /* int64 per code, first-occurrence order */
+    uint32_t *slots; /* code + 1, 0: empty */
+    size_t nslots, n;
+} Ints;
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static int ints_grow(Ints *t) {
+    size_t ns = t->nslots ? t->nslots * 2 : 16;
+    uint32_t *slots = calloc(ns, sizeof(uint32_t));
+    if (!slots) return -1;
+    const int64_t *v = (const int64_t *)t->values.p;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t i = mix64((uint64_t)v[k]) & (ns - 1);
+        while (slots[i]) i = (i + 1) & (ns - 1);
+        slots[i] = (uint32_t)(k + 1);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+static int32_t ints_code(Ints *t, int64_t x) {
+    if (t->n * 2 >= t->nslots && ints_grow(t)) return -1;
+    if (t->n >= 0x7fffffff) return -1;
+    size_t mask = t->nslots - 1, i = mix64((uint64_t)x) & mask;
+    const int64_t *v = (const int64_t *)t->values.p;
+    while (t->slots[i]) {
+        size_t k = t->slots[i] - 1;
+        if (v[k] == x) return (int32_t)k;
+        i = (i + 1) & mask;
+    }
+    if (PUT(&t->values, x)) return -1;
+    t->slots[i] = (uint32_t)(t->n + 1);
+    return (int32_t)t->n++;
+}
+
+static void ints_free(Ints *t) {
+    buf_free(&t->values);
+    free(t->slots);
+    t->slots = NULL;
+}
+
 /* ---- the scanner ---- */
 
 enum { OK = 0, BAIL = 1, NOMEM = 2 };
@@ -208,12 +260,27 @@ static int utf8_len(cp p, cp end) {
     return 0;
 }
 
+/* Bytes a string scan must look at: the quote, a backslash, control characters and non-ASCII (8 at a time). */
+static inline uint64_t special8(uint64_t x) {
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+    uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b, ctl = (x - ones * 0x20) & ~x;
+    return (zq | zb | ctl | x) & high;
+}
+
 /* A string at s->p (on its opening quote): validated strictly, s->p moved past the closing quote. */
 static int scan_string(S *s, Str *out) {
     cp p = s->p + 1, end = s->end;
     out->a = p;
     out->esc = 0;
     while (p < end) {
+        while (end - p >= 8) { /* plain ASCII runs, a word at a time */
+            uint64_t x;
+            memcpy(&x, p, 8);
+            if (special8(x)) break;
+            p += 8;
+        }
+        if (p >= end) break;
         unsigned char c = *p;
         if (c == '"') {
             out->len = (size_t)(p - out->a);
@@ -320,6 +387,7 @@ typedef struct {
     size_t len;
     int is_int;
     int digits; /* integer digits (is_int) */
+    double d;   /* its value, once number_value converted it */
 } Num;
 
 /* A JSON number at s->p: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
@@ -377,12 +445,57 @@ static int num_int64(const Num *n, int64_t *v) {
 /* The float msgspec gives for a `float` field: ints of up to 18 digits converted exactly as Python's float(int)
  * (round to nearest), other numbers by strtod (correctly rounded, as msgspec's parser); BAIL when out of range
  * (msgspec: an error, or 0.0 for an underflow: left to the Python path) or too long to copy. */
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Clinger's fast path: a decimal whose significant digits (trailing fraction zeros dropped) make an integer below
+ * 2^53 and whose power of ten is at most 22 is exactly m / 10^k or m * 10^k, one correctly rounded operation on
+ * two exact doubles. 0: not this case (strtod decides). */
+static int fast_double(const Num *n, double *v) {
+    cp p = n->a, end = n->a + n->len;
+    int neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    uint64_t m = 0;
+    int sig = 0, frac = 0;
+    cp q = p;
+    while (q < end && *q >= '0' && *q <= '9') {
+        if (sig || *q != '0') sig++;
+        if (sig > 19) return 0;
+        m = m * 10 + (uint64_t)(*q - '0');
+        q++;
+    }
+    if (q < end && *q == '.') {
+        q++;
+        cp f0 = q, f1 = q;
+        while (f1 < end && *f1 >= '0' && *f1 <= '9') f1++;
+        cp last = f1; /* drop trailing zeros of the fraction */
+        while (last > f0 && last[-1] == '0') last--;
+        for (cp r = f0; r < last; r++) {
+            if (sig || *r != '0') sig++;
+            if (sig > 19) return 0;
+            m = m * 10 + (uint64_t)(*r - '0');
+            frac++;
+        }
+        q = f1;
+    }
+    if (q != end) return 0; /* an exponent: strtod */
+    if (m >= ((uint64_t)1 << 53) || frac > 22) return 0;
+    double d = (double)m;
+    if (frac) d /= POW10[frac];
+    *v = neg ? -d : d;
+    return 1;
+}
+
 static int num_double(const Num *n, double *v) {
     int64_t i;
     if (n->is_int && num_int64(n, &i) == OK) {
         *v = (double)i;
         return OK;
     }
+    if (fast_double(n, v)) return OK;
     char tmp[128];
     if (n->len >= sizeof(tmp)) return BAIL;
     memcpy(tmp, n->a, n->len);
@@ -501,7 +614,12 @@ typedef struct {
     Num pid, tid, id;
     Str pid_s, tid_s;
     cp args_a, args_e;
+    /* link ids (top-level args keys; ABSENT when absent) and whether the Python path must decide them */
+    int64_t ext, legacy, corr;
+    int8_t lrest;
 } Fields;
+
+#define ABSENT (INT64_MIN + 7)
 
 typedef struct {
     Buf ph;
@@ -516,6 +634,9 @@ typedef struct {
     /* string pids/tids: 1 per event where the value is a string (the column then holds its code in `idstrs`) */
     Buf pidk, tidk, fpidk, ftidk;
     Intern idstrs;
+    /* kept events' pid/tid first-occurrence codes, and their link ids */
+    Buf combo, ext, legacy, corr, lrest; /* combo: code of the event's (cat, pid, tid) among `combos` */
+    Ints pidu, tidu, combos;             /* combos: cat << 42 | pid code << 21 | tid code */
 } Out;
 
 static int id_value(S *s, Num *n, Str *x, int *t) {
@@ -541,17 +662,83 @@ static int number_value(S *s, Num *n) {
     unsigned char c = *s->p;
     if (!(c == '-' || (c >= '0' && c <= '9'))) return BAIL;
     if (scan_number(s, n)) return BAIL;
-    double d;
-    return num_double(n, &d); /* msgspec checks the range of every event's ts/dur */
+    return num_double(n, &n->d); /* msgspec checks the range of every event's ts/dur */
 }
 
 static int key_is(const Str *k, const char *w, size_t n) { return k->len == n && memcmp(k->a, w, n) == 0; }
+
+/* One link key's value: an int of up to 18 digits, else (a float, a string, null, a big int, the key twice)
+ * the event's link ids are left to the Python path (`lrest`). */
+static int link_value(S *s, Fields *f, int64_t *slot) {
+    unsigned char c = *s->p;
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        Num n;
+        if (scan_number(s, &n)) return BAIL;
+        int64_t v;
+        if (*slot != ABSENT || num_int64(&n, &v)) {
+            f->lrest = 1;
+        } else {
+            *slot = v;
+        }
+        return OK;
+    }
+    f->lrest = 1;
+    return skip_value(s, 1);
+}
+
+/* The args value: validated as skip_value does, its top-level link keys read on the way (LinkArgs). */
+static int scan_args(S *s, Fields *f) {
+    if (*s->p != '{') {
+        f->lrest = 1; /* not an object: msgspec's LinkArgs decode decides (it fails) */
+        return skip_value(s, 0);
+    }
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return OK;
+    }
+    for (;;) {
+        Str k;
+        if (s->p >= s->end || *s->p != '"' || scan_string(s, &k)) return BAIL;
+        skip_ws(s);
+        if (s->p >= s->end || *s->p != ':') return BAIL;
+        s->p++;
+        skip_ws(s);
+        if (s->p >= s->end) return BAIL;
+        int r;
+        if (k.esc) {
+            f->lrest = 1; /* an escaped key may spell a link key */
+            r = skip_value(s, 1);
+        } else if (key_is(&k, "External id", 11)) {
+            r = link_value(s, f, &f->ext);
+        } else if (key_is(&k, "external id", 11)) {
+            r = link_value(s, f, &f->legacy);
+        } else if (key_is(&k, "correlation", 11)) {
+            r = link_value(s, f, &f->corr);
+        } else {
+            r = skip_value(s, 1);
+        }
+        if (r) return BAIL;
+        skip_ws(s);
+        if (s->p >= s->end) return BAIL;
+        if (*s->p == '}') {
+            s->p++;
+            return OK;
+        }
+        if (*s->p != ',') return BAIL;
+        s->p++;
+        skip_ws(s);
+    }
+}
 
 static int scan_event(S *s, Fields *f) {
     /* s->p on '{' */
     s->p++;
     skip_ws(s);
     f->seen = 0;
+    f->ext = f->legacy = f->corr = ABSENT;
+    f->lrest = 0;
     if (s->p < s->end && *s->p == '}') {
         s->p++;
         return OK;
@@ -611,7 +798,7 @@ static int scan_event(S *s, Fields *f) {
             } else if (key_is(&k, "args", 4)) {
                 bit = F_ARGS;
                 f->args_a = s->p;
-                r = skip_value(s, 0);
+                r = scan_args(s, f);
                 f->args_e = s->p;
             } else {
                 r = skip_value(s, 0);
@@ -671,11 +858,8 @@ static int field_str(S *s, Intern *t, unsigned seen, unsigned bit, const Str *x,
 }
 
 static int field_double(unsigned seen, unsigned bit, const Num *n, double *v) {
-    if (!(seen & bit)) {
-        *v = 0.0;
-        return OK;
-    }
-    return num_double(n, v);
+    *v = (seen & bit) ? n->d : 0.0; /* (converted by number_value) */
+    return OK;
 }
 
 static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
@@ -693,6 +877,15 @@ static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
         if (PUT(&o->pidk, pk) || PUT(&o->tidk, tk)) return NOMEM;
         if ((r = field_str(s, &o->cats, f->seen, F_CAT, &f->cat, &cat))) return r;
         if ((r = field_str(s, &o->names, f->seen, F_NAME, &f->name, &name))) return r;
+        /* (a string's key: INT64_MIN + its code, below any int of at most 18 digits) */
+        int32_t pc = ints_code(&o->pidu, pk ? INT64_MIN + pid : pid), tc = ints_code(&o->tidu, tk ? INT64_MIN + tid : tid);
+        if (pc < 0 || tc < 0) return NOMEM;
+        if (pc >= (1 << 21) || tc >= (1 << 21) || cat >= (1 << 21)) return BAIL; /* (millions of threads) */
+        int32_t cc = ints_code(&o->combos, ((int64_t)cat << 42) | ((int64_t)pc << 21) | tc);
+        if (cc < 0) return NOMEM;
+        if (PUT(&o->combo, cc) || PUT(&o->ext, f->ext) || PUT(&o->legacy, f->legacy) ||
+            PUT(&o->corr, f->corr) || PUT(&o->lrest, f->lrest))
+            return NOMEM;
         a = (int64_t)o->blob.len;
         if (f->seen & F_ARGS) {
             if (buf_put(&o->blob, f->args_a, (size_t)(f->args_e - f->args_a))) return NOMEM;
@@ -726,12 +919,16 @@ static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
 static void out_free(Out *o) {
     Buf *bufs[] = {&o->ph, &o->ts, &o->dur, &o->pid, &o->tid, &o->cat, &o->name, &o->astart, &o->aend,
                    &o->blob, &o->ostart, &o->oend, &o->fts, &o->fpid, &o->ftid, &o->fid, &o->fcat,
-                   &o->pidk, &o->tidk, &o->fpidk, &o->ftidk};
+                   &o->pidk, &o->tidk, &o->fpidk, &o->ftidk, &o->combo, &o->ext, &o->legacy,
+                   &o->corr, &o->lrest};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) buf_free(bufs[i]);
     intern_free(&o->cats);
     intern_free(&o->names);
     intern_free(&o->fcats);
     intern_free(&o->idstrs);
+    ints_free(&o->pidu);
+    ints_free(&o->tidu);
+    ints_free(&o->combos);
 }
 
 static int scan_piece(S *s, Out *o, Py_ssize_t *count) {
@@ -797,13 +994,15 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         PyObject *ids = fcats ? intern_list(&o.idstrs) : NULL;
         if (ids) {
             result = Py_BuildValue(
-                "(nNNNNNNNNNNNNNNNNNNNNNNNNN)", n, bytearray_of(&o.ph), bytearray_of(&o.ts), bytearray_of(&o.dur),
+                "(nNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN)", n, bytearray_of(&o.ph), bytearray_of(&o.ts), bytearray_of(&o.dur),
                 bytearray_of(&o.pid), bytearray_of(&o.tid), bytearray_of(&o.cat), bytearray_of(&o.name),
                 bytearray_of(&o.astart), bytearray_of(&o.aend),
                 PyBytes_FromStringAndSize(o.blob.p ? o.blob.p : "", (Py_ssize_t)o.blob.len), cats, names,
                 bytearray_of(&o.ostart), bytearray_of(&o.oend), bytearray_of(&o.fts), bytearray_of(&o.fpid),
                 bytearray_of(&o.ftid), bytearray_of(&o.fid), bytearray_of(&o.fcat), fcats, bytearray_of(&o.pidk),
-                bytearray_of(&o.tidk), bytearray_of(&o.fpidk), bytearray_of(&o.ftidk), ids);
+                bytearray_of(&o.tidk), bytearray_of(&o.fpidk), bytearray_of(&o.ftidk), ids, bytearray_of(&o.combo),
+                bytearray_of(&o.combos.values), bytearray_of(&o.pidu.values), bytearray_of(&o.tidu.values), bytearray_of(&o.ext),
+                bytearray_of(&o.legacy), bytearray_of(&o.corr), bytearray_of(&o.lrest));
         } else {
             Py_XDECREF(cats);
             Py_XDECREF(names);

@@ -20,10 +20,10 @@ import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.columns import (
-    LINKING_CATS, NOT_PARSED, FCols, Part, XCols, _kinds, _own_args, combos_of, flow_ns, interval_ns,
+    LINKING_CATS, NOT_PARSED, Combos, FCols, Part, XCols, _kinds, _own_args, combos_of, flow_ns, interval_ns,
 )
-from trntui.loaders.kineto.link_ids import piece_links
-from trntui.loaders.kineto.schema import PH, list_decoder
+from trntui.loaders.kineto.link_ids import link_columns
+from trntui.loaders.kineto.schema import ABSENT, PH, list_decoder
 from trntui.model.args import ArgsStore
 from trntui.model.profile import NO_ID
 
@@ -37,7 +37,8 @@ def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
     if got is None:
         return None
     (n, ph_b, ts_b, dur_b, pid_b, tid_b, cat_b, name_b, as_b, ae_b, blob, cat_u, name_u,
-     os_b, oe_b, fts_b, fpid_b, ftid_b, fid_b, fcat_b, fcat_u, pidk_b, tidk_b, fpidk_b, ftidk_b, id_u) = got
+     os_b, oe_b, fts_b, fpid_b, ftid_b, fid_b, fcat_b, fcat_u, pidk_b, tidk_b, fpidk_b, ftidk_b, id_u,
+     combo_b, combos_b, pidu_b, tidu_b, ext_b, legacy_b, corr_b, lrest_b) = got
     ph = np.frombuffer(ph_b, np.int8)
     p = Part()
     p.n = n
@@ -63,12 +64,12 @@ def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
     x.start, x.end, x.bad, x.n_neg = interval_ns(np.frombuffer(ts_b, np.float64), np.frombuffer(dur_b, np.float64), base)
     x.kinds = _kinds(ph if m == n else ph[keep])
     x.cat = cat_u, np.frombuffer(cat_b, np.int32)
-    x.combos = combos_of(x.cat[1], _ids(pid_b, pidk_b, id_u), _ids(tid_b, tidk_b, id_u), len(cat_u))
+    x.combos = _combos(combo_b, combos_b, _firsts(pidu_b, id_u), _firsts(tidu_b, id_u))
     x.name = name_u, np.frombuffer(name_b, np.int32)
     store = x.args = ArgsStore(blob, np.frombuffer(as_b, np.int64), np.frombuffer(ae_b, np.int64))
     linking = not LINKING_CATS.isdisjoint(cat_u)
     if links or linking:
-        x.links = piece_links(store, lambda: [blob[a:e] for a, e in zip(store.starts.tolist(), store.ends.tolist())])
+        x.links = _links(store, ext_b, legacy_b, corr_b, lrest_b)
     else:
         x.links = NOT_PARSED
     p.linking = linking
@@ -105,10 +106,71 @@ def _ids(values_b: Any, strings_b: Any, strings: list[str]) -> Any:
         table = None
     if table is not None:
         return np.where(is_str, table[np.where(is_str, values, 0)], values)
-    pairs = np.stack([is_str.astype(np.int64), values], axis=1)
-    uniq, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    keys = np.where(is_str, values + (-(2**63)), values)  # (as the scanner's keys: strings below any int)
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(len(uniq), np.int32)
     rank[order] = np.arange(len(uniq), dtype=np.int32)
-    uniques = [strings[v] if k else v for k, v in uniq[order].tolist()]
+    uniques = [strings[k - (-(2**63))] if k < _STRING_KEY else k for k in uniq[order].tolist()]
     return uniques, rank[inverse.reshape(-1)]
+
+
+_STRING_KEY = -(10**18)
+"""The scanner's keys of string values are below this (INT64_MIN + the string's code); ints are above."""
+
+
+def _firsts(firsts_b: Any, strings: list[str]) -> tuple[Any, np.ndarray]:
+    """A kept pid/tid column's distinct values as `columns._value_codes` has them, from the scanner's
+    first-occurrence keys: (values, rank of each first-occurrence code among them). All ints, or strings that numpy
+    converts (`int(s)`, as `_ids_part`): sorted distinct int64 values (`dense_codes`); else the mixed values in
+    first-occurrence order (`_strings_part`: codes are the first-occurrence codes)."""
+    keys = np.frombuffer(firsts_b, np.int64)
+    is_str = keys < _STRING_KEY
+    if is_str.any():
+        values = [strings[k - (-(2**63))] if s else k for k, s in zip(keys.tolist(), is_str.tolist())]
+        try:
+            keys = np.fromiter(values, np.int64, count=len(values))
+        except (TypeError, ValueError, OverflowError):
+            return values, np.arange(len(values), dtype=np.int64)
+    u = np.unique(keys)
+    return u, np.searchsorted(u, keys)
+
+
+def _combos(combo_b: Any, combos_b: Any, pid: tuple[Any, np.ndarray], tid: tuple[Any, np.ndarray]) -> Combos:
+    """`combos_of` from the scanner's first-occurrence codes of the pids, tids and (category, pid, tid)
+    combinations: the few distinct values are sorted here, never the column (`combos_of`'s `dense_codes`), with the
+    same result (the combinations sorted by (category code, pid index, tid index), each event's index among them)."""
+    c = Combos()
+    c.pids, prank = pid
+    c.tids, trank = tid
+    np_, nt = len(c.pids), len(c.tids)
+    keys = np.frombuffer(combos_b, np.int64)
+    mask = (1 << 21) - 1
+    packed = ((keys >> 42) * np_ + prank[(keys >> 21) & mask]) * nt + trank[keys & mask]
+    ukey, inverse = np.unique(packed, return_inverse=True)  # (numbers of combinations: few)
+    code = inverse.reshape(-1)[np.frombuffer(combo_b, np.int32)]
+    c.code = code.astype(np.uint16) if len(ukey) <= 1 << 16 else code
+    c.cat = ukey // (np_ * nt)
+    c.pid = (ukey // nt) % np_
+    c.tid = ukey % nt
+    return c
+
+
+def _links(store: ArgsStore, ext_b: Any, legacy_b: Any, corr_b: Any, rest_b: Any) -> Any:
+    """`columns._piece_links` from the link ids the scanner read (top-level int keys); the events it left (`rest`:
+    floats, strings, nulls, duplicates, escaped keys, args that are not an object) decoded with msgspec, with the
+    same rules (None when one of them is not an int: the caller applies the exact rules to the whole column)."""
+    ext, legacy = np.frombuffer(ext_b, np.int64), np.frombuffer(legacy_b, np.int64)
+    ext = np.where(ext == ABSENT, legacy, ext)
+    corr = np.frombuffer(corr_b, np.int64).copy()
+    ext[ext == ABSENT] = NO_ID
+    corr[corr == ABSENT] = NO_ID
+    rest = np.frombuffer(rest_b, np.bool_)
+    if rest.any():
+        idx = np.flatnonzero(rest)
+        blob, starts, ends = store.blob, store.starts, store.ends
+        sub = link_columns([blob[starts[i] : ends[i]] for i in idx.tolist()], None, fast_only=True)
+        if sub is None:
+            return None
+        ext[idx], corr[idx] = sub
+    return ext, corr

@@ -126,8 +126,10 @@ def phase_codes(events: list[Ev]) -> bytes:
     """The events' phase codes (`PH`), one byte each: the one-letter phases joined into one string and translated
     (a third of the cost of a dict lookup per event); any other phase (empty, longer, not ASCII) takes the dict per
     event."""
-    letters = "".join(map(ph_of, events))
-    if len(letters) == len(events) and letters.isascii():
+    phases = list(map(ph_of, events))
+    letters = "".join(phases)
+    if len(letters) == len(events) and letters.isascii() and "" not in phases:  # (an empty phase next to a
+        # two-letter one would make the lengths agree)
         return letters.encode("ascii").translate(_CODES)
     return bytes(map(PH.__getitem__, map(ph_of, events)))
 
