@@ -157,7 +157,7 @@ def _combos(combo_b: Any, combos_b: Any, pid: tuple[Any, np.ndarray], tid: tuple
 
 
 def _links(store: ArgsStore, ext_b: Any, legacy_b: Any, corr_b: Any, rest_b: Any) -> Any:
-    """`columns._piece_links` from the link ids the scanner read (top-level int keys); the events it left (`rest`:
+    """`link_ids.piece_links` from the link ids the scanner read (top-level int keys); the events it left (`rest`:
     floats, strings, nulls, duplicates, escaped keys, args that are not an object) decoded with msgspec, with the
     same rules (None when one of them is not an int: the caller applies the exact rules to the whole column)."""
     ext, legacy = np.frombuffer(ext_b, np.int64), np.frombuffer(legacy_b, np.int64)
