@@ -151,8 +151,7 @@ def _main(argv: list[str] | None) -> int:
         _fail(str(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
-        _fail("interrupted")
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
@@ -198,7 +197,10 @@ def entry() -> NoReturn:
         import gc
 
         gc.set_threshold(GC_FIRST_GENERATION, *gc.get_threshold()[1:])
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before main's own handler (numpy's import, the arguments' checks): one line too
+        code = _interrupted()
     from trntui.threads import threads_alive
 
     if not fast or threads_alive():
@@ -209,6 +211,14 @@ def entry() -> NoReturn:
     atexit._run_exitfuncs()  # what the interpreter would run (multiprocessing's, logging's, any library's)
     code = _flush_streams(code)
     os._exit(code)
+
+
+def _interrupted() -> int:
+    try:
+        _fail("interrupted")
+    except (OSError, ValueError, KeyboardInterrupt):
+        pass
+    return 130
 
 
 def _flush_streams(code: int) -> int:

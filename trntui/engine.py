@@ -28,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from trntui import children as _children
 from trntui.errors import TrntuiError
 from trntui.progress import Cancelled
 
@@ -219,16 +220,166 @@ def _stderr_with_a_file() -> Iterator[None]:
             spare.close()
 
 
-def _start_helpers(ctx: Any) -> None:
-    """Start multiprocessing's resource tracker (and the forkserver) now, with a stderr that has a file."""
+class _WorkerLog:
+    """The file the forkserver's workers write their error output to (trntui/_forkserver.py), read from here:
+    what a worker printed before it died is its reason, and nothing they print reaches the terminal (or the
+    app's screen) directly."""
+
+    def __init__(self, fd: int, forkserver_pid: int | None) -> None:
+        self.fd = fd
+        self.forkserver_pid = forkserver_pid
+
+    def size(self) -> int:
+        try:
+            return os.fstat(self.fd).st_size
+        except OSError:
+            return 0
+
+    def since(self, offset: int, limit: int = 64 << 10) -> str:
+        """What was written after `offset` (its last `limit` bytes)."""
+        end = self.size()
+        start = max(offset, end - limit)
+        try:
+            return os.pread(self.fd, max(0, end - start), start).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+_worker_log: _WorkerLog | None = None
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while helpers start: they inherit the mask, so a Ctrl-C that reaches the
+    whole process group while they start up cannot interrupt their interpreter's start (a traceback, or "Fatal
+    Python error: init_import_site"); this process gets it once the mask is restored."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _start_helpers(ctx: Any) -> _WorkerLog | None:
+    """Start multiprocessing's resource tracker (and the forkserver) now: with a stderr that has a file, no
+    current directory on their `sys.path` (trntui/children.py), SIGINT blocked while they start, the forkserver
+    tied to this process's life and writing its workers' error output to a file of ours. Returns that file
+    (None where there is no forkserver of ours)."""
+    global _worker_log
     from multiprocessing import resource_tracker
 
-    with _stderr_with_a_file():
-        resource_tracker.ensure_running()
-        if ctx is not None and ctx.get_start_method() == "forkserver":
-            from multiprocessing import forkserver
+    forkserver = None
+    if ctx is not None and ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+    extra: dict[str, str] = {}
+    log_fd = None
+    if forkserver is not None and not _forkserver_running(forkserver):
+        import tempfile
 
-            forkserver.ensure_running()
+        log_fd, log_path = tempfile.mkstemp(prefix="trntui-workers-", suffix=".log")
+        extra[_FORKSERVER_LOG] = log_path
+    try:
+        with _stderr_with_a_file():
+            with _children.environment({"PYTHONWARNINGS": _TRACKER_QUIET}):
+                resource_tracker.ensure_running()  # (blocks SIGINT while it starts, then unblocks it: before ours)
+            if forkserver is not None:
+                with _children.environment(extra), _sigint_blocked():
+                    forkserver.ensure_running()
+    finally:
+        if log_fd is not None:  # the forkserver removes it once open; if it never opens it, this process at exit
+            import atexit
+
+            atexit.register(_remove, extra[_FORKSERVER_LOG])
+    if log_fd is not None:
+        if _worker_log is not None:
+            with contextlib.suppress(OSError):
+                os.close(_worker_log.fd)
+        _worker_log = _WorkerLog(log_fd, getattr(forkserver._forkserver, "_forkserver_pid", None))
+    return _worker_log if forkserver is not None else None
+
+
+_TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
+"""The resource tracker outlives a trntui that was killed (SIGKILL) just long enough to free the semaphores the
+pool held, and then warned about each on stderr, after the process had ended: it frees them silently."""
+
+_FORKSERVER_LOG = "TRNTUI_WORKER_LOG"
+"""(trntui/_forkserver.py LOG: not imported here, importing it is what sets a forkserver up.)"""
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _forkserver_running(forkserver: Any) -> bool:
+    """Whether multiprocessing's forkserver of this process is running (ensure_running would reuse it)."""
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is None:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    if done:
+        # it died (with the thread that started it, or killed): ensure_running starts another, but it reads
+        # this from its own waitpid, which we took: forget it here as it would
+        fs = forkserver._forkserver
+        with contextlib.suppress(OSError, TypeError):
+            os.close(fs._forkserver_alive_fd)
+        fs._forkserver_address = fs._forkserver_alive_fd = fs._forkserver_pid = None
+        return False
+    return True
+
+
+def _worker_start(parent: int) -> None:
+    """First in every pool worker: it ignores Ctrl-C (this process stops the pool) and dies with the process
+    it came from (the forkserver, else this process)."""
+    import signal
+
+    from trntui import children
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    boot = sys.modules.get("trntui._forkserver")
+    server = getattr(boot, "PID", None)
+    children.die_with_parent(server if server is not None else parent)
+
+
+def _oom_kills() -> int | None:
+    """The kernel's count of processes its out-of-memory killer ended in this cgroup (cgroup v2), if readable."""
+    try:
+        with open("/sys/fs/cgroup/memory.events", encoding="ascii") as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _why_broken(procs: list, log: _WorkerLog | None, offset: int, oom_before: int | None) -> str:
+    """Why a worker of the pool (`procs`, its processes) died, as the OS and the worker said it."""
+    import signal
+
+    from trntui import children
+
+    codes = [p.exitcode for p in procs if p.exitcode is not None]
+    # the pool terminates (SIGTERM) the workers left when one dies: the dead one is another code, if any
+    dead = next((c for c in codes if c != -signal.SIGTERM), codes[0] if codes else None)
+    text = log.since(offset) if log is not None else ""
+    why = children.death_reason(dead, text)
+    if dead == -signal.SIGKILL:
+        oom = _oom_kills()
+        if oom is not None and oom_before is not None and oom > oom_before:
+            why += " (the kernel's out-of-memory killer: lower --jobs or --memory-budget)"
+    return why
 
 
 def _pool_context(preload: Sequence[str]) -> Any:
@@ -237,8 +388,7 @@ def _pool_context(preload: Sequence[str]) -> Any:
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
-        if preload:
-            ctx.set_forkserver_preload(list(preload))
+        ctx.set_forkserver_preload(["trntui._forkserver", *preload])
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -246,10 +396,14 @@ def _pool_context(preload: Sequence[str]) -> Any:
 def _run_pool(fn: Callable, items: list, workers: int, cancelled: Callable[[], bool] | None,
               preload: Sequence[str]) -> Iterator[tuple[int, Any]]:
     ctx = _pool_context(preload)
-    _start_helpers(ctx)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    log = _start_helpers(ctx)
+    offset = log.size() if log is not None else 0
+    oom_before = _oom_kills()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_start,
+                               initargs=(os.getpid(),))
     pending: dict[Future, int] = {}
     nxt = 0
+    finished_all = False
     try:
         while nxt < len(items) or pending:
             # keep exactly `workers` items submitted: the rest wait here, not in the pool's queue
@@ -266,12 +420,28 @@ def _run_pool(fn: Callable, items: list, workers: int, cancelled: Callable[[], b
                 try:
                     yield k, fut.result()
                 except BrokenProcessPool:
+                    procs = list((getattr(pool, "_processes", None) or {}).values())
+                    pool.shutdown(wait=True, cancel_futures=True)  # (joins them: their exit codes are known)
+                    why = _why_broken(procs, log, offset, oom_before)
                     raise TrntuiError(
-                        f"a worker process died while working on item {k + 1} of {len(items)} (out of memory? "
-                        "lower --jobs or --memory-budget)"
+                        f"a worker process died while working on item {k + 1} of {len(items)}: it {why}"
                     ) from None
+        finished_all = True
     finally:
+        if not finished_all:  # interrupted, cancelled, an error: the items still running are not waited for
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    proc.kill()
         pool.shutdown(wait=True, cancel_futures=True)
+        if finished_all and log is not None:
+            _relay(log.since(offset))
+
+
+def _relay(text: str) -> None:
+    """What the workers wrote on their stderr, to this process's (the terminal's, or the app's capture)."""
+    if text:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
 SCHEDULER_TIMEOUT_S = 5.0
