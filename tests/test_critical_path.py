@@ -543,3 +543,23 @@ def test_overview_what_if_on_a_directory_of_runs(capsys):
     for r in runs:
         (cp,) = r["critical_path"]
         assert cp["bound_by"] == "neuroncore_compute" and cp["what_if"][0]["saved_us"] > 0
+
+
+def test_many_selected_steps_get_the_longest_eight(tmp_path, capsys):
+    """--steps over 12 steps: the 8 longest get a path each (in time order), with a note; --join-steps one."""
+    from tests.conftest import run_cli
+
+    tr = Trace()
+    for i in range(12):
+        t0 = 1000 * i
+        tr.op(f"ProfilerStep#{i + 1}", t0, 100 + 10 * i, cat="user_annotation")
+        tr.op("aten::add", t0 + 5, 50 + 5 * i)
+    path = str(tr.write(tmp_path / "steps.json"))
+    rc, out, _ = run_cli(capsys, "overview", path, "--format", "json", "--steps", "1-12")
+    cps = json.loads(out)["critical_path"]
+    assert rc == 0 and [c["step"] for c in cps] == list(range(5, 13))
+    assert [c["path_us"] for c in cps] == [50 + 5 * i for i in range(4, 12)]
+    assert "the 8 longest of the 12 selected steps" in cps[0]["notes"][0]
+    rc, out, _ = run_cli(capsys, "overview", path, "--format", "json", "--steps", "1-12", "--join-steps")
+    (joined,) = json.loads(out)["critical_path"]
+    assert joined["steps"] == list(range(1, 13)) and joined["path_us"] == sum(50 + 5 * i for i in range(12))

@@ -1240,7 +1240,8 @@ def annotation_window(profile: Profile, annotation: str, instance: str | int | N
 
 
 def critical_paths(profile: Profile, steps_spec: str | None = None, *, join: bool = False,
-                   annotation: str | None = None, instance: str | int | None = None) -> list[CriticalPath]:
+                   annotation: str | None = None, instance: str | int | None = None,
+                   limit: int | None = None) -> list[CriticalPath]:
     """The critical path of the longest step (no `steps_spec`), of each selected step, or of the selected steps
     as one window (`join`: HTA's advice for pipelined training, two iterations at once). `annotation` (with
     `instance`) takes HTA's window instead: the span of the named rows."""
@@ -1263,6 +1264,10 @@ def critical_paths(profile: Profile, steps_spec: str | None = None, *, join: boo
         notes.append("no ProfilerStep#N in the trace: the path is over the whole trace")
     elif not steps_spec and len(table.steps) > 1:
         notes.append(f"the longest of {len(table.steps)} steps (--steps N picks another)")
+    if limit is not None and not join and len(chosen) > limit:
+        keep = sorted(sorted(chosen, key=lambda s: (-s.duration, s.start))[:limit], key=lambda s: s.start)
+        notes.append(f"the {limit} longest of the {len(chosen)} selected steps (--join-steps: one path over all)")
+        chosen = keep
     groups = [chosen] if join else [[s] for s in chosen]
     out = []
     for grp in groups:

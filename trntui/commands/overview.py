@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 CRITICAL_PATHS_SHOWN = 8
-"""Steps whose critical path the table and Markdown print (the JSON has every selected one)."""
+"""At most this many steps get a critical path of their own (the longest of the selection; a note says so)."""
 
 
 def critical_path_part(profile, args: argparse.Namespace):
@@ -61,7 +61,7 @@ def critical_path_part(profile, args: argparse.Namespace):
     try:
         cps = critical_paths(profile, args.steps, join=getattr(args, "join_steps", False),
                              annotation=getattr(args, "path_annotation", None),
-                             instance=getattr(args, "path_instance", None))
+                             instance=getattr(args, "path_instance", None), limit=CRITICAL_PATHS_SHOWN)
     except TrntuiError as exc:
         if getattr(args, "path_annotation", None):
             raise TrntuiError(f"--path-annotation/--path-instance: {exc}") from None  # asked for: exit 2
