@@ -77,3 +77,35 @@ async def test_real_load_still_opens_after_progress_reports(corpus_dir):
     async with opened(corpus_dir / "cuda_ns_resolution_68k.json.gz") as (app, pilot):
         assert app.profile is not None and len(app.profile) > 0
         assert "loading" not in screen_text(app).splitlines()[0]
+
+
+async def test_ctrl_c_during_load_cancels_it_and_quits(corpus_dir, monkeypatch):
+    """Ctrl-C while the run loads (issue 26 item 9: it was ignored, Esc worked): the loader stops at its next
+    chunk and the app quits with the code of q during a load, without an exception; once loaded, Ctrl-C only
+    says how to quit."""
+    from trntui import session as loaders
+
+    started, stopped = threading.Event(), []
+    monkeypatch.setattr(loaders, "load_run", _endless_load(started, stopped))
+    app = TrntuiApp(corpus_dir / "cuda_simple_add.json.gz")
+    t0 = time.monotonic()
+    async with app.run_test(size=(80, 24)) as pilot:
+        started.wait(5)
+        await pilot.pause(0.2)
+        assert app.loading_now()
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.2)
+        assert not app.is_running
+    deadline = time.monotonic() + 5
+    while not stopped and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stopped and stopped[0] - t0 < 5  # stopped at a chunk, not after 10,000 of them (100 s)
+    assert app.exit_code() == 0 and app._exception is None
+
+
+async def test_ctrl_c_after_the_load_says_how_to_quit(corpus_dir):
+    async with opened(corpus_dir / "cuda_simple_add.json.gz") as (app, pilot):
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running and app.profile is not None
+        assert any("to quit" in str(n.message) for n in app._notifications)

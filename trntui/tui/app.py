@@ -132,6 +132,7 @@ class TrntuiApp(TimelineRequests, App[None]):
         Binding("exclamation_mark", "notes", "Notes", id="notes"),
         *[Binding(s.key, f"open_screen('{s.id}')", s.description, id=s.id) for s in SCREENS],
         Binding("escape", "escape", "Restore / close / cancel the load", show=False, id="escape"),
+        Binding("ctrl+c", "interrupt", "While loading: cancel the load and quit", show=False, id="interrupt"),
     ]
 
     def __init__(
@@ -596,6 +597,17 @@ class TrntuiApp(TimelineRequests, App[None]):
             return
         if self.screen.maximized is not None:
             self.screen.minimize()
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: while a run loads, cancel the load (the worker stops at the loader's next chunk, `trntui open`
+        stops its loader process) and quit, as Esc then q would; otherwise Textual's hint (ctrl+q quits; in a
+        text box Ctrl-C copies)."""
+        if self.loading_now():
+            self.workers.cancel_group(self, "load")
+            self._info(f"{self.path.name} · cancelling the load…")
+            self.exit()
+            return
+        self.action_help_quit()
 
     def loading_now(self) -> bool:
         """Whether a load worker is running."""
