@@ -60,6 +60,10 @@ if mode == "hang":  # the UI server: never exits (a child in its process group t
     Path(os.environ["FAKE_CHILD_PID"]).write_text(str(child.pid))
     print("Neuron Explorer listening on :3001", flush=True)
     time.sleep(3600)
+if mode == "background":  # converts, and leaves a child running in its process group (`sleep 600 &`)
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    Path(os.environ["FAKE_CHILD_PID"]).write_text(str(child.pid))
 if mode == "ui":
     print("Neuron Explorer UI at http://localhost:3001 (ctrl-c to exit)", flush=True)
     time.sleep(3600)
@@ -287,6 +291,43 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def test_a_background_child_the_tool_leaves_ends_with_it(tmp_path: Path, fake_tool) -> None:
+    """A tool that converts and exits but leaves `sleep 600 &` in its process group: the group is ended when the
+    tool finishes, nothing of it outlives the conversion."""
+    fake_tool(mode="background")
+    root = _raw_capture(tmp_path)
+    profile = load_run(find_runs(root)[0])
+    assert key_averages(profile).sum_self_device == pytest.approx(2354.9)
+    child = int((tmp_path / "child.pid").read_text())
+    assert not _alive(child)
+
+
+def test_an_interrupted_conversion_ends_the_tools_process_group(tmp_path: Path) -> None:
+    """Ctrl-C (here: KeyboardInterrupt from a timer) while the tool runs: the tool and its background child are
+    ended before the interruption goes on."""
+    import signal
+
+    pids = tmp_path / "pids"
+    script = ("import os, subprocess, sys, time\n"
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{c.pid}}')\n"
+              "time.sleep(600)\n")
+
+    def interrupt(*_a: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            neuron_convert._run([sys.executable, "-c", script], tmp_path, tmp_path / "tool.log", 60, lambda _m: None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    tool, child = (int(x) for x in pids.read_text().split())
+    assert not _alive(tool) and not _alive(child)
 
 
 def test_failure_without_trace_json_is_one_line_error(tmp_path: Path, fake_tool, capsys: pytest.CaptureFixture) -> None:

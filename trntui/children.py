@@ -123,6 +123,41 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process is left in the process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError, OSError):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def wait_group(pgid: int, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for the process group `pgid` to have no live process; True when it has none."""
+    import time
+
+    end = time.monotonic() + timeout
+    while group_alive(pgid):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def signal_name(num: int) -> str:
     """`SIGKILL` for 9."""
     try:

@@ -186,42 +186,51 @@ def _run(argv: list[str], cwd: Path, log_path: Path, timeout: float, say: Callab
         last = t0
         why = ""
         rc: int | None = None
-        while True:
-            try:
-                rc = proc.wait(timeout=0.25)
-                break
-            except subprocess.TimeoutExpired:
-                now = time.monotonic()
-                if now - t0 > timeout:
-                    why = f"timed out after {timeout:.0f} s"
-                elif os.fstat(log.fileno()).st_size > LOG_LIMIT:
-                    why = f"wrote more than {LOG_LIMIT >> 20} MiB of output"
-                elif any(m in _tail(log_path, 4096).lower() for m in UI_MARKERS):
-                    why = "started its UI server instead of converting (\"ctrl-c to exit\")"
-                if why:
-                    _stop(proc)
-                    rc = None
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.25)
                     break
-                if now - last >= 10:
-                    say(f"... still running ({now - t0:.0f} s of at most {timeout:.0f} s)")
-                    last = now
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    if now - t0 > timeout:
+                        why = f"timed out after {timeout:.0f} s"
+                    elif os.fstat(log.fileno()).st_size > LOG_LIMIT:
+                        why = f"wrote more than {LOG_LIMIT >> 20} MiB of output"
+                    elif any(m in _tail(log_path, 4096).lower() for m in UI_MARKERS):
+                        why = "started its UI server instead of converting (\"ctrl-c to exit\")"
+                    if why:
+                        _stop(proc)
+                        rc = None
+                        break
+                    if now - last >= 10:
+                        say(f"... still running ({now - t0:.0f} s of at most {timeout:.0f} s)")
+                        last = now
+        finally:
+            # what the tool left in its process group (a server, `sleep 600 &`) ends with it: after its exit,
+            # a timeout, or an interruption here (Ctrl-C, a cancelled load)
+            _stop(proc)
     return rc, _tail(log_path, 2000), why
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """Terminate the process group (a tool may have started a server child), then kill what is left."""
+    """End the tool's process group (a tool may have started a server child, or left one in the background):
+    SIGTERM, then SIGKILL for what is left; the tool itself reaped."""
     import signal
 
+    from trntui import children
+
     for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        children.kill_group(proc.pid, sig)
         try:
             proc.wait(timeout=wait)
-            return
         except subprocess.TimeoutExpired:
             continue
+        if sig == signal.SIGTERM and children.group_alive(proc.pid):
+            # (the tool is gone; a child of it may still be on its way out: a moment, then SIGKILL)
+            children.wait_group(proc.pid, 0.5)
+            continue
+        return
 
 
 def _tail(path: Path, n: int) -> str:
