@@ -119,3 +119,19 @@ async def test_screen_on_a_neuron_run():
         assert f"█ dispatch_overhead {pct['dispatch_overhead']:.1f}% · " in text
         rows = [line.split() for line in text.splitlines() if line.lstrip().startswith("nc_exec_running")]
         assert len(rows) == 6 and all(r[-2] == "neuroncore_compute" or "neuroncore_compute" in r for r in rows)
+
+
+async def test_chain_shown_before_the_screen_says_so_after_it(tmp_path):
+    """An op chained before the path is known: no path line; after P and Esc, the line is there."""
+    gpu_bound(tmp_path)
+    async with opened(tmp_path / "gpu_Context Sync.json", size=(130, 40)) as (app, pilot):
+        prof = app.profile
+        mm = int(next(e for e in range(len(prof)) if prof.name_of(e) == "aten::mm"))
+        app.chain_event(mm)
+        await pilot.pause()
+        assert not any("critical path" in t for t in app.chain.text_lines)
+        await _open(app, pilot)
+        await pilot.press("escape")
+        await settle(pilot, lambda: any("critical path of step 1" in t for t in app.chain.text_lines))
+        line = next(t for t in app.chain.text_lines if "critical path of step 1" in t)
+        assert "the op is on it" in line and "of the path's 1,018.0 us" in line

@@ -188,5 +188,7 @@ def open_screen(app: Any) -> None:
     def chosen(event: int | None) -> None:
         if event is not None and event >= 0:
             app.show_event(event)
+        else:
+            app.chain.redraw()  # the chain shown before now says whether its op is on the path
 
     app.push_screen(CriticalPathScreen(app.profile, app.run_name or ""), chosen)

@@ -100,6 +100,11 @@ class ChainView(RowList):
         self.event = -1
         self._build()
 
+    def redraw(self) -> None:
+        """Draw the current chain again (e.g. once the critical path is known, for its line)."""
+        if self.chain is not None:
+            self._build()
+
     def show_event(self, event: int) -> None:
         """Follow the links of `event` and draw its chain (a failure is shown, never raised)."""
         if self.profile is None:
