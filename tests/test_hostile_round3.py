@@ -4,7 +4,10 @@ here; the device exports with pyarrow (tests/device_exports.py)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -94,3 +97,64 @@ def test_device_estimate_is_above_the_measured_peak(tmp_path) -> None:
     assert peak < estimate, f"peak {peak / MiB:.0f} MiB over the estimate {estimate / MiB:.0f} MiB"
     rc, out, err, _, _ = run_measured("device", "--memory-budget", str(estimate - MiB), str(d))
     assert rc == 2 and "over the memory budget" in err
+
+
+# ----------------------------------------------------------------------------------------------------------
+# classes 6 and 8 on Kineto traces: values no real trace has give a line or a dropped, counted record — never
+# "unexpected OverflowError", never a wrapped (negative) or infinite figure
+# ----------------------------------------------------------------------------------------------------------
+_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
+_KERNEL = {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 12, "dur": 2,
+           "args": {"device": 0, "stream": 7, "grid": [1, 1, 1], "block": [1, 1, 1], "registers per thread": 1e30,
+                    "shared memory": 10**30, "blocks per SM": 1e30, "est. achieved occupancy %": 1e300}}
+_MEMORY = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 11, "s": "t",
+           "args": {"Total Reserved": 10**30, "Total Allocated": -(10**30), "Bytes": 10**25, "Addr": 10**40,
+                    "Device Type": 0, "Device Id": -1}}
+_GOOD_MEMORY = {**_MEMORY, "ts": 12, "args": {"Total Reserved": 2 << 20, "Total Allocated": 1 << 20, "Bytes": 1 << 20,
+                                                "Addr": 4096, "Device Type": 0, "Device Id": -1}}
+
+KINETO_CASES = {
+    # name: (events, extra top-level keys, what the overview must say (fragments), what it must not)
+    "pid of 40 digits": ([{**_OP, "pid": 10**40}], {}, ["aten::mm"], []),
+    "ProfilerStep#<40 digits>": ([{**_OP, "cat": "user_annotation", "name": "ProfilerStep#" + "9" * 40, "ts": 1,
+                                   "dur": 50}, _OP], {}, ["aten::mm"], []),
+    "registers per thread 1e30": ([_OP, _KERNEL], {}, ["occupancy -"], ["1e+30", "1000000000000000019884624838656"]),
+    "memory bytes of 10^30": ([_OP, _MEMORY, _GOOD_MEMORY], {},
+                              ["1 memory record skipped: a byte figure out of range", "peak 1.00 MB allocated"], []),
+    "rank and world size of 10^30": ([_OP], {"distributedInfo": {"rank": 10**30, "world_size": 10**30, "backend": "nccl"}},
+                                     ["aten::mm"], []),
+    "start_ts 1e30": ([{**_OP, "ts": "1e30"}, _OP], {}, ["aten::mm"], []),
+    "start_ts inf": ([{**_OP, "ts": "inf"}, _OP], {}, ["aten::mm"], []),
+    "start_ts of 99 digits": ([{**_OP, "ts": int("9" * 99)}, _OP], {}, ["aten::mm"], []),
+}
+
+BAD_FIGURE = re.compile(r"(?<![\w.])-\d[\d,.]*\s?(?:[kMGTP]i?B|B|ns|us|µs|ms|s|%)\b|\binf\b|\bnan\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("case", sorted(KINETO_CASES))
+@pytest.mark.parametrize("command", ["summary", "overview"])
+def test_kineto_values_out_of_range(case, command, tmp_path, capsys) -> None:
+    events, extra, says, never = KINETO_CASES[case]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, **extra}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy RuntimeWarning
+        rc, out, err = run_cli(capsys, command, "--no-cache", str(path))
+    assert rc == 0 and "unexpected" not in err and "Traceback" not in err, err
+    assert err == "" or all(line.startswith("Skipped") or "skipped" in line for line in err.splitlines()), err
+    bad = [line for line in out.splitlines() if BAD_FIGURE.search(line)]
+    assert not bad, bad
+    if command == "overview":
+        for fragment in says:
+            assert fragment in out, (fragment, out)
+        for fragment in never:
+            assert fragment not in out, (fragment, out)
+
+
+def test_memory_records_out_of_range_are_counted_in_json(tmp_path, capsys) -> None:
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [_OP, _MEMORY, _GOOD_MEMORY]}))
+    rc, out, err = run_cli(capsys, "overview", "--no-cache", "--format", "json", str(path))
+    doc = json.loads(out)
+    assert rc == 0 and doc["memory_records_skipped"] == 1
+    assert all(v >= 0 for c in doc["memory"] for k, v in c.items() if isinstance(v, (int, float)) and "peak" in k)

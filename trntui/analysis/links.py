@@ -170,7 +170,12 @@ def _lane_thread_keys(profile: Profile) -> np.ndarray:
     """Per lane: an int64 key of its (pid, tid) thread, `(pid << 32) ^ tid`; when the lanes have several instances
     (files merged into one profile: each file's lanes have the file as instance), dense ids in (instance, that
     key) order instead, so the files' threads stay apart."""
-    raw = np.array([(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0], dtype=np.int64)
+    pairs_ = [(l.pid << 32) ^ (l.tid & 0xFFFFFFFF) for l in profile.lanes] or [0]
+    if all(-(1 << 63) <= k < (1 << 63) for k in pairs_):
+        raw = np.array(pairs_, dtype=np.int64)
+    else:  # a 40-digit pid: dense ids in key order (the keys only ever meet each other)
+        rank_of = {k: r for r, k in enumerate(sorted(set(pairs_)))}
+        raw = np.array([rank_of[k] for k in pairs_], dtype=np.int64)
     instances = sorted({l.instance for l in profile.lanes})
     if len(instances) <= 1:
         return raw

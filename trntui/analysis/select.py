@@ -16,7 +16,7 @@ import numpy as np
 from trntui.errors import TrntuiError
 from trntui.model.profile import Profile
 
-_STEP_RX = re.compile(r"ProfilerStep#(\d+)\Z")
+_STEP_RX = re.compile(r"ProfilerStep#(\d{1,18})\Z")  # (a 40-digit step number is a name, not a step: roles.py alike)
 _TIME_RX = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*\Z")
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 

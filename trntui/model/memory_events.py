@@ -55,6 +55,9 @@ class MemoryEvents:
     """The allocator's reserved bytes on that device after this record (0 where the allocator has no pool)."""
     addr: np.ndarray
     """Address of the block (0 where absent, e.g. OOM records)."""
+    skipped: int = 0
+    """`[memory]` records dropped because a value is out of range (`BYTES_MAX`, a device code outside int16): a hand-edited
+    trace's 10^30 bytes is not wrapped into a negative figure."""
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -103,6 +106,9 @@ _ARGS_KEYS = (
     ("total_reserved", "Total Reserved", 0),
 )
 _I64 = (-(2**63), 2**63 - 1)
+BYTES_MAX = 1 << 50
+"""Largest byte figure a memory record may carry (a pebibyte); a larger one (or a negative total) is not a real
+allocator's, and the record is dropped and counted (`MemoryEvents.skipped`)."""
 _FIELDS_OF = operator.attrgetter(*(f for f, _, _ in _ARGS_KEYS))
 
 
@@ -152,7 +158,17 @@ def memory_events(profile: "Profile") -> MemoryEvents:
     order = np.argsort(ts, kind="stable")
     idx, ts = idx[order], ts[order]
     cols = _decode_args(profile, idx) if len(idx) else {f: np.zeros(0, np.int64) for f, _, _ in _ARGS_KEYS}
+    bad = ((np.abs(cols["nbytes"]) > BYTES_MAX) | (cols["total_allocated"] < 0) | (cols["total_allocated"] > BYTES_MAX)
+           | (cols["total_reserved"] < 0) | (cols["total_reserved"] > BYTES_MAX)
+           | (cols["device_type"] < -1) | (cols["device_type"] > 32767) | (cols["device_id"] < -1) | (cols["device_id"] > 32767))
     oom_id = profile.name_id(OUT_OF_MEMORY_EVENT_NAME)
+    if oom_id >= 0:  # (an [OutOfMemory] record's size is what could not be allocated: any size; torch lists it)
+        bad &= profile.name[idx] != oom_id
+    skipped = int(bad.sum())
+    if skipped:
+        keep = ~bad
+        idx, ts = idx[keep], ts[keep]
+        cols = {f: v[keep] for f, v in cols.items()}
     out = MemoryEvents(
         event=idx,
         ts=ts,
@@ -163,6 +179,7 @@ def memory_events(profile: "Profile") -> MemoryEvents:
         total_allocated=cols["total_allocated"],
         total_reserved=cols["total_reserved"],
         addr=cols["addr"],
+        skipped=skipped,
     )
     profile.cache["memory_events"] = out
     return out

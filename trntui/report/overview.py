@@ -100,10 +100,12 @@ def communication_rows(ov: "Overview") -> tuple[list[str], list[list[str]]]:
 
 
 def memory_lines(ov: "Overview") -> list[str]:
+    skipped = ([f"{ov.memory.skipped:,} memory record{'s' if ov.memory.skipped != 1 else ''} skipped: a byte figure "
+                "out of range (over 1 PiB, or a negative total)"] if ov.memory.skipped else [])
     if not ov.memory.curves:
-        return []
+        return skipped
     origin = ov.steps[0].start if ov.steps else 0
-    out = []
+    out = skipped
     for cv in ov.memory.curves:
         line = (f"{safe_text(cv.device)}: peak {cv.peak_allocated / 2**20:,.2f} MB allocated "
                 f"(reserved up to {cv.peak_reserved / 2**20:,.2f} MB) at +{_us(cv.peak_t - origin)} us")

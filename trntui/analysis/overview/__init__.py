@@ -194,6 +194,7 @@ class Overview:
             "kernels_by_op": kernels_by_op,
             "communication": comm,
             "memory": memory,
+            "memory_records_skipped": self.memory.skipped,
             "recommendations": [
                 {"rule": r.rule, "message": r.message, "value": r.value, "source": r.source} for r in self.recommendations
             ],

@@ -17,6 +17,13 @@ from trntui.model.args import raw_many
 from trntui.model.profile import Profile
 
 
+DEVICE_MAX = 32767
+REGISTERS_MAX = 1 << 16
+SHARED_MEMORY_MAX = 1 << 40
+"""Largest device index, registers per thread and shared memory a kernel record may give; a larger value is not a
+real launch's and reads as unknown (the default), never an OverflowError nor a wrapped figure."""
+
+
 class KernelArgs(msgspec.Struct):
     """The kernel args the plugin reads (kineto-traces.md §7). Typed, so decoding makes no Python objects for
     the numbers; an event whose values have other types is decoded alone with `LooseKernelArgs`."""
@@ -56,16 +63,19 @@ class LooseKernelArgs(msgspec.Struct):
                 return msgspec.Raw(msgspec.json.encode(list(v)))
             return msgspec.Raw(b"null")
 
+        def whole(v: Any, top: int, default: int, low: int = 0) -> int:
+            x = num(v, default)  # (nan, inf, 1e30: the default, never an OverflowError)
+            return int(x) if low <= x <= top else default
+
         nan = float("nan")
-        dev = num(self.device, -1)
         return KernelArgs(
-            int(dev) if dev == dev else -1,
+            whole(self.device, DEVICE_MAX, -1, -1),
             num(self.blocks_per_sm, nan),
             num(self.occupancy, nan),
             dim3(self.grid),
             dim3(self.block),
-            int(num(self.registers, 0)) if num(self.registers, 0) == num(self.registers, 0) else 0,
-            int(num(self.shared_memory, 0)) if num(self.shared_memory, 0) == num(self.shared_memory, 0) else 0,
+            whole(self.registers, REGISTERS_MAX, 0),
+            whole(self.shared_memory, SHARED_MEMORY_MAX, 0),
         )
 
 

@@ -15,7 +15,14 @@ import msgspec
 import numpy as np
 
 from trntui.analysis.overview.cores import logical_core_of_lanes
-from trntui.analysis.overview.event_args import KernelArgs, LooseKernelArgs, decode_many
+from trntui.analysis.overview.event_args import (
+    DEVICE_MAX,
+    REGISTERS_MAX,
+    SHARED_MEMORY_MAX,
+    KernelArgs,
+    LooseKernelArgs,
+    decode_many,
+)
 from trntui.model.profile import Profile
 
 TC_PATTERNS = (
@@ -120,16 +127,20 @@ def kernel_facts(profile: Profile, idx: np.ndarray) -> KernelFacts:
     else:
         args = decode_many(profile, idx, KernelArgs, LooseKernelArgs)
         m = len(args)
-        dev = np.fromiter((a.device for a in args), np.int64, count=m)
+        dev = np.fromiter((a.device if -1 <= a.device <= DEVICE_MAX else -1 for a in args), np.int64, count=m)
         bps = np.fromiter((a.blocks_per_sm for a in args), np.float64, count=m)
         occ = np.fromiter((a.occupancy for a in args), np.float64, count=m)
+        with np.errstate(invalid="ignore"):  # out of range (1e300 %, a negative count): unknown, as when absent
+            bps[~((bps >= 0) & (bps <= 1e6))] = np.nan
+            occ[~((occ >= 0) & (occ <= 100))] = np.nan
         dim_ids: dict[bytes, int] = {}
         table = np.empty((m, 3), np.int64)
         if m:
             table[:, 0] = np.fromiter((dim_ids.setdefault(bytes(a.grid) + b"|" + bytes(a.block), len(dim_ids)) for a in args),
                                       np.int64, count=m)
-            table[:, 1] = np.fromiter((a.registers for a in args), np.int64, count=m)
-            table[:, 2] = np.fromiter((a.shared_memory for a in args), np.int64, count=m)
+            table[:, 1] = np.fromiter((a.registers if 0 <= a.registers <= REGISTERS_MAX else 0 for a in args), np.int64, count=m)
+            table[:, 2] = np.fromiter((a.shared_memory if 0 <= a.shared_memory <= SHARED_MEMORY_MAX else 0 for a in args),
+                                      np.int64, count=m)
         dims = [_dims_text(k) for k in dim_ids]
         launches, launch = _unique_rows(table)
         facts = KernelFacts(np.asarray(idx, np.int64), dev, bps, occ, launch.reshape(-1).astype(np.int64), launches,

@@ -56,6 +56,8 @@ class MemoryCurve:
 @dataclass
 class MemoryReport:
     curves: list[MemoryCurve] = field(default_factory=list)
+    skipped: int = 0
+    """Memory records dropped because a value was out of range (model/memory_events.py `BYTES_MAX`)."""
 
     def by_device(self, name: str) -> MemoryCurve | None:
         return next((c for c in self.curves if c.device == name), None)
@@ -88,6 +90,7 @@ def memory_curves(profile: Profile) -> MemoryReport:
         profile.cache["overview_memory"] = report
         return report
     mem = profile.memory_events()
+    report.skipped = mem.skipped
     mem = mem.take(~mem.oom)
     names = np.array([device_name(int(t), int(i), profile.meta.backend)
                       for t, i in zip(mem.device_type.tolist(), mem.device_id.tolist())], dtype=object)

@@ -45,7 +45,8 @@ NEURON_FRAMEWORK_CATS = HOST_OP_CATS | {"neuron_framework", "privateuse1_runtime
 NEURON_EXECUTION = "nc_exec_running"
 NEURON_COLLECTIVES = frozenset({"cc_running", "cc_exec_barrier"})
 
-_STEP_RX = re.compile(r"ProfilerStep#(\d+)")
+_STEP_RX = re.compile(r"ProfilerStep#(\d{1,18})(?!\d)")
+"""A step's number fits an int64: `ProfilerStep#<40 digits>` is not a step (select.py reads steps alike)."""
 
 
 def is_dataloader(name: str) -> bool:
