@@ -145,3 +145,48 @@ async def test_call_tree_of_a_kernel_is_its_ops_step(corpus_dir, size):
         assert icicle.row_text(0).startswith(view.calltree.nodes[icicle.root].name[:5])
         await pilot.press("escape")
         assert app.screen is not screen
+
+
+async def test_icicle_names_are_readable(corpus_dir):
+    """The icicle (`g`) at 80 columns (issue 26 item 10: it was slivers with no readable names): no bar is
+    narrower than `ICICLE_MIN_CELLS` (narrower nodes are one dotted run), every bar with room for a label
+    carries its node's name, and a status line gives the cursor node's full name and times."""
+    from trntui.analysis.calltree import icicle
+    from trntui.tui.widgets.calltree import ICICLE_LABEL_CELLS, ICICLE_MIN_CELLS, icicle_label
+
+    async with opened(corpus_dir / "cuda_ns_resolution_68k.json.gz", size=(80, 24)) as (app, pilot):
+        profile = app.profile
+        step = next(i for i in range(len(profile)) if profile.name_of(i).startswith("ProfilerStep#"))
+        app.timeline.focus()
+        app.timeline.go_to_event(step)
+        await pilot.press("t")
+        await pilot.pause()
+        screen = app.screen
+        view, ice = screen.tree_view, screen.icicle
+        tree = view.calltree
+        longest = max(range(1, len(tree.nodes)), key=lambda n: len(tree.nodes[n].name))
+        view.go_to_node(longest)
+        await pilot.pause()
+        node = tree.nodes[longest]
+        status = ice.status_lines(ice.size.width)
+        shown = [ice.row_text(y) for y in range(ice.size.height)]
+        assert status[0] in shown  # drawn under the graph
+        joined = "".join(status)
+        assert joined.startswith(f"▸ {node.name} · {format_ns(node.inclusive_ns)}"), status
+        assert f"self {format_ns(node.exclusive_ns)}" in joined
+        depth = ice.size.height - len(status) - len(ice.detail_lines())
+        rows = icicle(tree, ice.size.width, depth, ice.root, min_cells=ICICLE_MIN_CELLS, keep=longest)
+        path = set(tree.path(longest))
+        bars = [(y, a, b, n) for y, row in enumerate(rows) for a, b, n in row if n >= 0]
+        assert bars and all(b - a >= ICICLE_MIN_CELLS for _, a, b, n in bars if n not in path)
+        assert any(n < 0 for row in rows for _, _, n in row)  # the small nodes are there, as dotted runs
+        labelled = 0
+        for y, a, b, n in bars:
+            text = ice.row_text(y)[a : b - 1]
+            if b - a - 1 >= ICICLE_LABEL_CELLS:
+                label = icicle_label(tree.nodes[n].name, b - a - 1)
+                assert text.rstrip() == label and len(label) >= ICICLE_LABEL_CELLS - 1, (text, tree.nodes[n].name)
+                labelled += 1
+        assert labelled >= 3
+        await pilot.press("g")
+        assert ice.has_class("-hidden")

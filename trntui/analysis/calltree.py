@@ -222,22 +222,34 @@ def module_path(profile: Profile, event: int) -> list[str]:
     return out
 
 
-def icicle(tree: CallTree, width: int, depth_limit: int, root: int = 0) -> list[list[tuple[int, int, int]]]:
+def icicle(tree: CallTree, width: int, depth_limit: int, root: int = 0, min_cells: int = 1,
+           keep: int = -1) -> list[list[tuple[int, int, int]]]:
     """Rows of an icicle graph of the subtree at `root`: per depth, (first cell, end cell, node) of each node,
     widths proportional to inclusive time (children laid out left to right, biggest first). Nodes narrower
-    than a cell are left out."""
+    than `min_cells` cells are not drawn one by one: each run of them is one entry with node -1 (their
+    subtrees are left out), except `keep` (the cursor node) and the nodes above it, drawn at least a cell wide."""
     rows: list[list[tuple[int, int, int]]] = []
     total = max(tree.nodes[root].inclusive_ns, 1)
+    on_path = set(tree.path(keep)) if keep >= 0 else set()
     level = [(root, 0.0)]
     for _ in range(depth_limit):
         if not level:
             break
-        row = []
+        row: list[tuple[int, int, int]] = []
         nxt = []
         for node, x in level:
             n = tree.nodes[node]
             w = n.inclusive_ns * width / total
             a, b = int(round(x)), int(round(x + w))
+            if node in on_path:
+                b = max(b, a + 1)
+            elif b - a < min_cells:
+                if b > a:
+                    if row and row[-1][2] == -1 and row[-1][1] >= a:
+                        row[-1] = (row[-1][0], b, -1)  # one entry for a run of small nodes
+                    else:
+                        row.append((a, b, -1))
+                continue
             if b > a:
                 row.append((a, b, node))
             cx = x

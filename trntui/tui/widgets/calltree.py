@@ -366,9 +366,30 @@ class CallTreeView(RowList):
         self.call_after_refresh(self.scroll_cursor_visible)
 
 
+ICICLE_MIN_CELLS = 3
+"""Nodes narrower than this are drawn as one dotted run per row (`·`), not as slivers."""
+
+ICICLE_LABEL_CELLS = 6
+"""A node's name is written inside its bar when the bar has this many cells for it (else the bar is bare)."""
+
+
+def icicle_label(name: str, room: int) -> str:
+    """What a bar of `room` cells says: the name if it fits, else without its namespaces (`aten::addmm` ->
+    `addmm`, a frame's `file.py(12): fn` -> `fn`) cut to the room; nothing under `ICICLE_LABEL_CELLS` cells
+    unless the whole name fits (the status line names the cursor node in full)."""
+    if len(name) <= room:
+        return name
+    if room < ICICLE_LABEL_CELLS:
+        return ""
+    short = name.rsplit("::", 1)[-1].rsplit(": ", 1)[-1].strip() or name
+    return fit_cells(short, room)
+
+
 class Icicle(Widget):
     """The icicle (top-down flame) graph of the cursor node's subtree: one row per depth, widths by inclusive
-    time, names inside the bars; the cursor node is highlighted. Under it: the Python stack and module path."""
+    time, names inside the bars wide enough to read them, nodes narrower than `ICICLE_MIN_CELLS` merged into
+    dotted runs; the cursor node is highlighted. Under it: a status line with the cursor node's full name and
+    times, then the Python stack and module path."""
 
     COMPONENT_CLASSES = {"icicle--bar", "icicle--cursor", "icicle--muted"}
 
@@ -393,6 +414,21 @@ class Icicle(Widget):
         self.root = parent if parent >= 0 else cursor
         self.refresh()
 
+    def status_lines(self, width: int) -> list[str]:
+        """The cursor node's full name (folded over up to three lines) and its times: inclusive (and its share
+        of the node drawn across), exclusive, calls."""
+        if self.calltree is None:
+            return []
+        node = self.calltree.nodes[self.cursor]
+        top = self.calltree.nodes[self.root]
+        share = f" ({100.0 * node.inclusive_ns / top.inclusive_ns:.1f}% of {safe_text(top.name)})" \
+            if top.inclusive_ns and self.root != self.cursor else ""
+        text = (f"▸ {safe_text(node.name)} · {format_ns(node.inclusive_ns)}{share} · self "
+                f"{format_ns(node.exclusive_ns)} · {node.calls} call{'s' if node.calls != 1 else ''}")
+        width = max(width, 20)
+        lines = [text[k : k + width] for k in range(0, len(text), width)][:3]
+        return lines
+
     def detail_lines(self) -> list[str]:
         """The Python stack (innermost first) and module path of the cursor node's first event."""
         if self.calltree is None or self.profile is None:
@@ -412,24 +448,31 @@ class Icicle(Widget):
         base = self.rich_style
         if self.calltree is None:
             return Strip.blank(width, base)
-        details = self.detail_lines()
+        details = self.status_lines(width) + self.detail_lines()
         depth_rows = max(self.size.height - len(details), 1)
         if y >= depth_rows:
             text = details[y - depth_rows]
             return Strip([Segment(text, base + self.get_component_rich_style("icicle--muted"))]).crop_extend(0, width, base)
-        rows = icicle(self.calltree, width, depth_rows, self.root)
+        rows = icicle(self.calltree, width, depth_rows, self.root, min_cells=ICICLE_MIN_CELLS, keep=self.cursor)
         if y >= len(rows):
             return Strip.blank(width, base)
         bar = base + self.get_component_rich_style("icicle--bar")
         cur = base + self.get_component_rich_style("icicle--cursor")
+        muted = base + self.get_component_rich_style("icicle--muted")
         segments: list[Segment] = []
         done = 0
         for a, b, node in rows[y]:
+            a = max(a, done)
+            if b <= a:
+                continue
             if a > done:
                 segments.append(Segment(" " * (a - done), base))
-            name = safe_text(self.calltree.nodes[node].name)
-            text = fit_cells(name, b - a - 1) if b - a > 1 else ""
-            segments.append(Segment(text.ljust(b - a - 1) + ("▏" if b - a > 1 else "▏"), cur if node == self.cursor else bar))
+            if node < 0:  # nodes too narrow to draw one by one
+                segments.append(Segment("·" * (b - a), muted))
+            else:
+                room = b - a - 1
+                text = icicle_label(safe_text(self.calltree.nodes[node].name), room)
+                segments.append(Segment(text.ljust(room) + "▏", cur if node == self.cursor else bar))
             done = b
         return Strip(segments).crop_extend(0, width, base)
 
