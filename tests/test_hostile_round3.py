@@ -158,3 +158,33 @@ def test_memory_records_out_of_range_are_counted_in_json(tmp_path, capsys) -> No
     doc = json.loads(out)
     assert rc == 0 and doc["memory_records_skipped"] == 1
     assert all(v >= 0 for c in doc["memory"] for k, v in c.items() if isinstance(v, (int, float)) and "peak" in k)
+
+
+def test_lanes_keyed_by_core_and_engine_do_not_explode(tmp_path, capsys) -> None:
+    """20,000 engine names on cores 0 and 255: one lane per pair present, made without a (cores x names) table
+    (it was 41 MB here, 3.3 GB for a 489 KB file with wider core numbers) nor a pass over the rows per pair."""
+    import tracemalloc
+
+    from trntui.loaders.neuron_device.timeline import _lanes_by_core
+
+    n = 20_000
+    pcore = np.where(np.arange(n) % 2 == 0, 0, 255).astype(np.int64)
+    codes = np.arange(n, dtype=np.int64)
+    labels = [f"Engine{k}" for k in range(n)]
+    made: list[tuple[int, str]] = []
+    tracemalloc.start()
+    try:
+        lanes = _lanes_by_core(pcore, codes, labels, lambda p, e: made.append((p, e)) or len(made) - 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MiB, f"{peak / MiB:.1f} MiB"
+    assert len(made) == n and made[0] == (0, "Engine0") and made[-1] == (255, f"Engine{n - 1}")
+    assert [made[k] for k in lanes[:3].tolist()] == [(0, "Engine0"), (255, "Engine1"), (0, "Engine2")]
+    # through the loader, under a small budget
+    d = tmp_path / "i-0abc_pid_1_nc_0_session_0"
+    write_table(d, "Instruction", [{"start_ts": T0 + k, "end_ts": T0 + k + 1, "engine": f"Engine{k}", "opcode": "OP",
+                                     "pcore_idx": int(pcore[k])} for k in range(n)])
+    write_table(d, "Metadata", [TRN2_LNC2])
+    rc, out, err = run_cli(capsys, "summary", "--no-cache", "--memory-budget", "1G", str(d))
+    assert rc == 0 and "unexpected" not in err, err

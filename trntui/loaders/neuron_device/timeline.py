@@ -28,13 +28,20 @@ if TYPE_CHECKING:
 def _lanes_by_core(pcore: np.ndarray, codes: np.ndarray, labels: list[str], lane_of) -> np.ndarray:
     """Lane id of each row: one lane per (physical core, label) pair present, made by `lane_of(core, label)` in
     (core, label code) order; engine lanes and DMA-queue lanes are laid out alike."""
-    lanes = np.zeros(len(codes), np.int32)
-    if len(codes):
-        n, low = len(labels), pcore.min()
-        key = (pcore - low) * n + codes
-        for k in np.nonzero(np.bincount(key))[0]:
-            lanes[key == k] = lane_of(int(k // n + low), labels[int(k % n)])
-    return lanes
+    if not len(codes):
+        return np.zeros(0, np.int32)
+    # the pairs present, by one sort (never a (cores x labels) table: 200k engine names on 256 cores is 51M
+    # slots; nor a pass over the rows per pair)
+    n, low = max(len(labels), 1), int(pcore.min())
+    if (int(pcore.max()) - low + 1) * n < (1 << 62):  # (cores are 0-255 once read: always)
+        keys, inverse = np.unique((pcore.astype(np.int64) - low) * n + codes, return_inverse=True)
+        pairs = [(int(k // n + low), int(k % n)) for k in keys.tolist()]
+    else:
+        both, inverse = np.unique(np.stack([pcore.astype(np.int64), codes.astype(np.int64)], axis=1), axis=0,
+                                  return_inverse=True)
+        pairs = [(int(p), int(c)) for p, c in both.tolist()]
+    ids = np.array([lane_of(p, labels[c]) for p, c in pairs], np.int32)
+    return ids[inverse.reshape(-1)]
 
 
 def device_profile(export: "DeviceExport", window: "Window | None" = None, shift: int = 0, nc: int | None = None) -> Profile:
