@@ -117,6 +117,10 @@ class Capture:
     hbm_usage: list[dict[str, Any]] = field(default_factory=list)
 
 
+DRIVER_US = 6.2
+"""Duration of a driver row inside its op: 1.1 µs to the `nrta_execute_schedule` call, its 4.2 µs, 0.9 µs back."""
+
+
 def ns(us: float) -> int:
     return int(round(us * 1000))
 
@@ -133,14 +137,24 @@ def build_capture(
     explorer_ops: bool = True,
     explorer_categories: bool = True,
     drop_flow_for: int | None = None,
+    driver_until_device_done: bool = False,
 ) -> Capture:
     """Build one capture.
 
     trace.json (Kineto) holds, per op, the `cpu_op` row and (`privateuse1_rows`, the default) the documented
     PrivateUse1 rows: a `privateuse1_runtime` dispatch row named like its op, nested in it and holding the op's
     children (so torch's duplicate-node merge folds it into the op), and a `privateuse1_driver` row (the device
-    interaction, named like the op's overload, on the stream's thread, spanning until the device finished); both
-    carry the op's `External id` (kineto writes it for linked activities).
+    interaction, named like the op's overload, on the stream's thread); both carry the op's `External id` (kineto
+    writes it for linked activities). The driver row is the host's call into the runtime that schedules the
+    execution (`nrta_execute_schedule`, "async execution scheduled by the framework", inside it): it lies inside
+    its op's dispatch row, after the op's children, and the execution runs on the device afterwards. Its duration
+    is part of the op's span, so the op's Self CPU (torch: span minus children, the re-threaded driver row among
+    them) stays the walkthrough's figure.
+
+    `driver_until_device_done`: the driver rows span until the device finished instead, outlasting their op (and
+    the op spans only its own time and children): the shape that makes torch's rules print a negative Self CPU for
+    the enclosing step and give the next op's device time to the driver row it nests in. Tests of those rules
+    build it; the samples do not have it.
 
     The Explorer export's `SystemProfileEvents` holds the runtime/hardware rows and the framework rows that
     Explorer copies from trace.json (docs: dispatch on `framework/TID` lanes, device interaction on
@@ -220,15 +234,20 @@ def build_capture(
             sysrow(name, "framework", start_us, start_us + dur_us, thread=t, flows=flows, stream=stream, extra=extra,
                    category=cat)
 
+    def span_us(op: Op) -> float:
+        """The op's duration on its thread: its self time, its children's spans and its driver row inside it."""
+        own = DRIVER_US if op.device_us is not None and not driver_until_device_done else 0.0
+        return op.self_us + own + sum(span_us(c) for c in op.children)
+
     def place(op: Op, start_us: float) -> float:
         """Emit `op` (and its children) starting at `start_us`; returns its end."""
         ext_counter[0] += 1
         ext = ext_counter[0]
-        total = op.total_us()
+        device = op.device_us is not None
+        total = span_us(op)
         end_us = start_us + total
         # the op's self time: a quarter before its dispatch row, half inside it (around the children), a quarter after
         q = round(op.self_us * 0.25, 3)
-        device = op.device_us is not None
         dispatch = device and privateuse1_rows
         flows: list[int] = []
         if device or op.copy_in:
@@ -250,7 +269,7 @@ def build_capture(
             k = exec_counter[0]
             model_id = MODEL_IDS.get(op.stream_name or "", 10010 + len(MODEL_IDS))
             model_name = f"/var/tmp/neuron-compile-cache/neuronxcc-2.21/MODULE_{model_id}_8417/model.neff"
-            # framework device interaction (PrivateUse1 driver) on the stream lane, until the device finished
+            # framework device interaction (PrivateUse1 driver) on the stream lane: the host schedules the execution
             drv_start = cursor + q * 0.5  # launched after the op allocated its output, inside its dispatch row
             sched_start = drv_start + 1.1
             sched_end = sched_start + 4.2
@@ -260,7 +279,8 @@ def build_capture(
             hw_end = hw_start + op.device_us
             state["hw_free"] = hw_end
             post_end = hw_end + 1.6 + 3.7
-            drv_end = post_end + 1.0
+            # the host's device interaction: the scheduling call (inside the op), or until the device finished
+            drv_end = post_end + 1.0 if driver_until_device_done else drv_start + DRIVER_US
             seqx = {"nrt_sequence_id": seq}
             drv_name = op.stream_name or op.name
             if privateuse1_rows:

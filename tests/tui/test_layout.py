@@ -121,12 +121,17 @@ async def test_panes_tile_the_terminal(corpus_dir, size):
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_numbers_are_never_cut(size):
-    """A number wider than its column's default (the Neuron sample's negative Self CPU of ProfilerStep*,
-    `-5576.313us`) widens the column instead of being cut with `…`."""
-    from .conftest import REPO
+async def test_numbers_are_never_cut(size, tmp_path):
+    """A number wider than its column's default (a negative Self CPU of ProfilerStep*, `-5576.313us`, on a naive
+    capture whose driver rows outlast their ops) widens the column instead of being cut with `…`."""
+    from tests.neuron_samples import generator
 
-    async with opened(REPO / "sample_profiles" / "neuron", size=size, run="naive") as (app, pilot):
+    gen = generator()
+    cap = gen.build_capture("naive", driver_until_device_done=True)
+    root = tmp_path / "naive"
+    gen.write_trace(cap, root / f"{cap.instance}_pid_{cap.pid}" / gen.TIMESTAMP_DIR / "trace.json")
+    gen.write_parquet_export(cap, root / gen.EXPORT_DIR)
+    async with opened(root, size=size) as (app, pilot):
         ops = app.ops
         name_cells = ops.render_line(0).text.index("# Calls")
         rows = [ops.row_text(k) for k in range(len(ops.view))]

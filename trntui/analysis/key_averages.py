@@ -427,10 +427,18 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
     # thread per event: runtime rows linked to an op (torch: linked CPU events) take the op's thread
     _, codes = thread_codes(profile)  # thread keys as small codes, in the keys' order
     rethread = links.runtime & (links.op_of >= 0) & (links.rule == 1)
+    launcher = links.op_of
+    if profile.meta.trace_meta.get("neuron_framework_source") == "export":
+        # no trace.json: Explorer's driver copies carry no External id, but their flow links them to their op
+        # (the link trace.json's External id would be): re-threaded alike, so Self CPU is the same either way
+        from trntui.analysis.links import launching_ops
+
+        launcher = np.where(launcher >= 0, launcher, launching_ops(profile))
+        rethread = links.runtime & (launcher >= 0) & ((links.rule == 1) | (links.op_of < 0))
     if rethread.any():
         codes = codes.copy()
         idx = np.nonzero(rethread)[0]
-        codes[idx] = codes[links.op_of[idx]]
+        codes[idx] = codes[launcher[idx]]
 
     start = profile.start
     end = profile.end
