@@ -188,3 +188,39 @@ def test_lanes_keyed_by_core_and_engine_do_not_explode(tmp_path, capsys) -> None
     write_table(d, "Metadata", [TRN2_LNC2])
     rc, out, err = run_cli(capsys, "summary", "--no-cache", "--memory-budget", "1G", str(d))
     assert rc == 0 and "unexpected" not in err, err
+
+
+def _split_parts(root: Path, parts: int) -> Path:
+    """The bundled Neuron Parquet export with its SystemProfileEvents duplicated into `parts` split parts."""
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "sample_profiles" / "neuron" / "fused" / "explorer_parquet"
+    d = root / f"parts{parts}"
+    d.mkdir()
+    for p in src.glob("*.parquet"):
+        if p.name != "SystemProfileEvents.parquet":
+            shutil.copy(p, d / p.name)
+    for k in range(parts):
+        shutil.copy(src / "SystemProfileEvents.parquet", d / f"SystemProfileEvents_{k}.parquet")
+    return d
+
+
+def test_1001_split_parts_are_refused_under_200m_before_they_are_read(tmp_path, monkeypatch, capsys) -> None:
+    """The peak grows with the square of the parts' count (267 MiB beyond the rows for 1,001 parts of 12 rows:
+    1.65 GB in the probe's): the estimate counts it, so the load is refused before a part is read."""
+    import trntui.loaders.neuron.parquet as parquet
+
+    d = _split_parts(tmp_path, 1001)
+    monkeypatch.setattr(parquet, "read_tables", lambda files: pytest.fail("a part was read"))
+    rc, out, err = run_cli(capsys, "summary", "--no-cache", "--memory-budget", "200M", str(d))
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "12,012 system-trace rows in 1,001 split parts" in err and "over the memory budget of 200 MiB" in err
+
+
+def test_301_split_parts_load_inside_200m(tmp_path) -> None:
+    from tests.test_hostile_input import run_measured
+
+    d = _split_parts(tmp_path, 301)
+    rc, out, err, peak, _ = run_measured("summary", "--no-cache", "--memory-budget", "200M", str(d))
+    assert rc == 0 and "1806 framework row(s)" in out, err
+    assert peak < 200 * MiB, f"{peak / MiB:.0f} MiB"

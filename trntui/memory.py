@@ -39,6 +39,12 @@ NEURON_BYTES_PER_ROW = 900
 """Peak memory per system-trace row of a Neuron Parquet export (bench: ~1.5 GB for 1.5M rows plus a 0.5M-event
 trace.json). Such exports are not streamed: a budget they do not fit refuses them before they are read."""
 
+NEURON_PART_PAIR_BYTES = 320
+"""Peak memory per pair of split parts (`SystemProfileEvents_<k>.parquet`) of a Neuron Parquet export, beyond its
+rows: the peak grows with the square of the parts' count (measured on parts of 12 rows: 29 MiB more for 301
+parts, 267 MiB for 1,001, ~300 B x parts^2; each part read as its own Arrow table, then converted and glued). Where
+the square comes from is not pinned down; the figure keeps the check above it."""
+
 NEURON_JSON_FACTOR = 8
 """Peak memory of a Neuron JSON export load / its uncompressed size: the text plus `json.loads`'s objects
 measured 4.7x on a 74 MB export of 300k rows; rounded up for the conversion into rows. Checked while the

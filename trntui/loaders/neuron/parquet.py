@@ -617,7 +617,9 @@ def _check_budget(directory: Path, builder: ProfileBuilder, budget: int | None) 
         # only regular files: a FIFO of another name is never read, and opening it here would block
         others = sorted(p for p in directory.glob("*.parquet") if p not in events and fsio.is_regular(p))
         base = builder.nbytes + memory.STREAMED_FIXED_BYTES + rows * memory.NEURON_BYTES_PER_ROW
-        text = _text_bytes(events + others, budget)
+        parts = len(events) if len(events) > 1 else 0
+        base += parts * parts * memory.NEURON_PART_PAIR_BYTES  # (1,001 duplicated parts: 1.65 GB under 200M)
+        text = _text_bytes(events + others, budget) if base <= budget else 0  # (over already: not worth the scan)
     except Exception:  # noqa: BLE001 - an unreadable footer is reported by the read itself
         return
     # text beyond what the per-row figure covers is held twice at the peak (Arrow's column and its copy)
@@ -625,7 +627,8 @@ def _check_budget(directory: Path, builder: ProfileBuilder, budget: int | None) 
     needed = base + extra
     if needed > budget:
         texts = f", {'at least ' if text > budget else ''}{memory.fmt(text)} of text once decoded" if extra else ""
-        raise memory.over_budget(directory, needed, budget, f"this Neuron export ({rows:,} system-trace rows{texts})")
+        split = f" in {parts:,} split parts" if parts else ""
+        raise memory.over_budget(directory, needed, budget, f"this Neuron export ({rows:,} system-trace rows{split}{texts})")
 
 
 def load_parquet_export(
