@@ -174,3 +174,38 @@ async def test_next_and_largest_idle_gap(corpus_dir, size):
         assert hw_rows
         for k in hw_rows:
             assert re.search(r" (<1|\d+)% ", timeline.render_line(k - timeline.first_row + 2).text)
+
+
+async def test_search_matches_listed_in_time_order(corpus_dir):
+    """After `/`, `i` lists every match (issue 26 item 10: there was only n/N) in time order with its name,
+    start and lane; `o` orders them longest first and back; Enter shows the chosen match on the timeline."""
+    from trntui.analysis.timeline import format_offset
+    from trntui.tui.screens.instances import InstancesScreen
+
+    async with opened(corpus_dir / NS68K, size=(120, 30)) as (app, pilot):
+        profile, timeline = app.profile, app.timeline
+        want = np.nonzero(np.array([bool(re.search("conv", n, re.I)) for n in profile.names])[profile.name])[0]
+        assert len({profile.name_of(int(e)) for e in want}) > 1  # matches of several names
+        await pilot.press("tab", "home", "slash", *"conv", "enter")
+        await pilot.pause()
+        assert any("i: list them all" in str(n.message) for n in app._notifications)
+        await pilot.press("i")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, InstancesScreen)
+        title = str(screen.query_one("#instances-title").render())
+        assert f"/conv/: {len(want):,} matches, in time order" in title and "o: order" in title
+        listed = screen.list
+        starts = profile.start[listed.events]
+        assert sorted(listed.events.tolist()) == sorted(want.tolist()) and (np.diff(starts) >= 0).all()
+        third = int(listed.events[2])
+        line = listed.render_line(3).text
+        assert profile.name_of(third)[:20] in line and profile.lane_of(third).label[:20] in line
+        assert format_offset(int(profile.start[third]) - timeline.origin) in line
+        await pilot.press("o")
+        dur = profile.end[listed.events] - profile.start[listed.events]
+        assert (np.diff(dur) <= 0).all() and "longest first" in str(screen.query_one("#instances-title").render())
+        await pilot.press("o")
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        assert app.screen is not screen and timeline.event_under_cursor() == third

@@ -84,7 +84,7 @@ class Timeline(TimelineDrawing, TimelineNavigation, TimelineGaps, Widget, can_fo
         Binding("n", "instance(1)", "Next instance / match", id="timeline-next-instance", group=_INSTANCE),
         Binding("N", "instance(-1)", "Prev instance / match", id="timeline-prev-instance", group=_INSTANCE),
         Binding("L", "longest", "Longest instance (again: next longest)", show=False, id="timeline-longest"),
-        Binding("i", "instance_list", "Instance list", show=False, id="timeline-instances"),
+        Binding("i", "instance_list", "Instance list / every search match", show=False, id="timeline-instances"),
         Binding("right_curly_bracket", "gap(1)", "Next idle gap (hardware)", show=False, id="timeline-next-gap", group=_GAP),
         Binding("left_curly_bracket", "gap(-1)", "Prev idle gap", show=False, id="timeline-prev-gap", group=_GAP),
         Binding("greater_than_sign", "largest_gap", "Largest idle gap (again: next largest)", show=False, id="timeline-largest-gap"),

@@ -221,6 +221,9 @@ class TimelineNavigation:
         n = self.search(pattern)
         if pattern and n == 0:
             self.notify(f"no event name matches /{safe_text(pattern)}/", severity="warning", markup=False)
+        elif pattern:
+            self.notify(f"{n:,} match{'es' if n != 1 else ''} · n / N: next / previous · i: list them all",
+                        markup=False)
         self.focus()
 
     def action_mark_path(self) -> None:
