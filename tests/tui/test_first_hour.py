@@ -48,10 +48,18 @@ async def test_surprising_cells_are_marked_and_explained_like_the_cli(corpus_dir
         assert " ".join(note.split()) in shown
 
 
-async def test_negative_self_cpu_is_marked(capsys):
-    """The Neuron sample's negative Self CPU of `ProfilerStep*` is marked; the explanation is the CLI's note."""
-    path = REPO / "sample_profiles" / "neuron" / "naive"
+async def test_negative_self_cpu_is_marked(capsys, tmp_path):
+    """A negative Self CPU of `ProfilerStep*` (a Neuron capture whose driver rows outlast their ops; the bundled
+    sample's do not) is marked; the explanation is the CLI's note."""
+    from tests.neuron_samples import generator
+
+    gen = generator()
+    cap = gen.build_capture("naive", driver_until_device_done=True)
+    path = tmp_path / "naive"
+    gen.write_trace(cap, path / f"{cap.instance}_pid_{cap.pid}" / gen.TIMESTAMP_DIR / "trace.json")
+    gen.write_parquet_export(cap, path / gen.EXPORT_DIR)
     notes = [n for n in cli_notes(capsys, str(path)) if n.startswith("negative Self CPU")]
+    assert len(notes) == 1 and "ProfilerStep*" in notes[0]
     async with opened(path, size=(120, 30)) as (app, pilot):
         ops = app.ops
         rows = [ops.render_line(y).text for y in range(1, len(ops.view) + 1)]
@@ -82,6 +90,29 @@ async def test_truncated_trace_shows_a_banner_and_the_clis_notes(tmp_path, capsy
         shown = notes_shown(app)
         assert all(" ".join(n.split()) in shown for n in notes)
         assert "Skipped 1 input record(s)" in shown
+
+
+async def test_skipped_records_alone_show_a_banner_in_the_clis_words(tmp_path, capsys):
+    """A whole file with one unusable event (no truncation): the banner says what was skipped, in the words of
+    the CLI's `Skipped …` line, and `!` lists it with the CLI's notes."""
+    import json
+
+    doc = json.loads(valid_trace())
+    doc["traceEvents"].append({"ph": "X", "name": "bad", "ts": "soon", "dur": 1, "pid": 1, "tid": 1, "cat": "cpu_op"})
+    path = tmp_path / "one_bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    (skipped,) = [line for line in out.splitlines() if line.startswith("Skipped ")]
+    assert "truncated" not in out
+    async with opened(path, size=(120, 30)) as (app, pilot):
+        banner = app.query_one("#notice")
+        assert banner.display and banner.region.height == 1
+        line = banner.render_line(0).text
+        assert skipped in line and "!: every note" in line
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        assert skipped in notes_shown(app)
 
 
 async def test_clean_trace_has_no_banner(corpus_dir):
