@@ -224,3 +224,20 @@ def test_301_split_parts_load_inside_200m(tmp_path) -> None:
     rc, out, err, peak, _ = run_measured("summary", "--no-cache", "--memory-budget", "200M", str(d))
     assert rc == 0 and "1806 framework row(s)" in out, err
     assert peak < 200 * MiB, f"{peak / MiB:.0f} MiB"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# class 8: `ranks` on two jobs of one name
+# ----------------------------------------------------------------------------------------------------------
+def test_ranks_job_name_shared_by_two_jobs_is_an_error_listing_them(corpus_dir, tmp_path, capsys) -> None:
+    from tests.rank_job import make_job
+
+    d = tmp_path / "runs" / "mixed-world"
+    d.mkdir(parents=True)
+    for world in (4, 2):
+        for p in make_job(corpus_dir, tmp_path / f"w{world}", ranks=world):
+            p.rename(d / f"w{world}_{p.name}")
+    for argv in (("--job", "mixed-world"), ()):
+        rc, out, err = run_cli(capsys, "ranks", "--no-cache", *argv, str(tmp_path / "runs"))
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "mixed-world: 2 ranks, world size 2" in err and "mixed-world: 4 ranks, world size 4" in err, err

@@ -468,6 +468,25 @@ EVERY_RUN_HINT = "--all compares every run as a rank"
 """How the CLI asks for every run as a rank (`trntui ranks --all`); the app names its own key instead."""
 
 
+def _job_where(group: RunGroup, path: Path) -> str:
+    """`mixed-world: 4 ranks in a/run1` — a job and the directory its runs share, relative to `path`."""
+    import os
+
+    roots = [str(Path(r.root)) for r in group.runs if getattr(r, "root", None) is not None]
+    try:
+        where = Path(os.path.commonpath(roots)) if roots else None
+    except ValueError:
+        where = None
+    if where is not None:
+        try:
+            where = where.relative_to(path) if path.is_dir() else where
+        except ValueError:
+            pass
+    n = len(group.runs)
+    world = f", world size {group.world_size}" if group.world_size else ""
+    return f"{group.name}: {n} rank{'s' if n != 1 else ''}{world}" + (f" in {where}" if where is not None else "")
+
+
 def pick_job(groups: Sequence[RunGroup], path: Path, name: str | None = None, every: bool = False,
              every_hint: str = EVERY_RUN_HINT) -> RunGroup:
     """The job to compare rank by rank: the one named `name`, else the only job under `path`; with `every`,
@@ -483,9 +502,15 @@ def pick_job(groups: Sequence[RunGroup], path: Path, name: str | None = None, ev
         chosen = [g for g in jobs if g.name == name]
         if not chosen:
             raise TrntuiError(f"{path}: no job named {name!r} (jobs: {', '.join(g.name for g in jobs) or 'none'})")
+        if len(chosen) > 1:  # two jobs of one name (two runs of the same script): never one of them silently
+            raise TrntuiError(f"{path}: {len(chosen)} jobs are named {name!r} ({'; '.join(_job_where(g, path) for g in chosen)}); "
+                              "give a directory holding only the one you mean as PATH")
         return chosen[0]
     if len(jobs) == 1:
         return jobs[0]
+    if len({g.name for g in jobs}) < len(jobs):
+        raise TrntuiError(f"{path}: holds {len(jobs)} jobs ({'; '.join(_job_where(g, path) for g in jobs)}); pick one "
+                          "with --job NAME, or give a directory holding only the one you mean as PATH")
     if not jobs:
         found = ", ".join(g.name for g in groups[:5]) + (" ..." if len(groups) > 5 else "")
         raise TrntuiError(
