@@ -241,3 +241,33 @@ def test_ranks_job_name_shared_by_two_jobs_is_an_error_listing_them(corpus_dir, 
         rc, out, err = run_cli(capsys, "ranks", "--no-cache", *argv, str(tmp_path / "runs"))
         assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
         assert "mixed-world: 2 ranks, world size 2" in err and "mixed-world: 4 ranks, world size 4" in err, err
+
+
+@pytest.mark.parametrize("manifest", ["nested", "300MB", "dev_zero"])
+def test_a_hostile_trntui_json_does_not_stop_the_directory_loading(manifest, tmp_path, capsys) -> None:
+    """100k nested brackets (RecursionError), a 300 MB file (sparse: nothing is read past the 16 MiB limit), a
+    link to /dev/zero: the manifest is ignored, the trace beside it loads."""
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "trace.json").write_text(json.dumps({"schemaVersion": 1, "traceEvents": [_OP]}))
+    m = d / "trntui.json"
+    if manifest == "nested":
+        m.write_text("[" * 100_000 + "]" * 100_000)
+    elif manifest == "300MB":
+        with open(m, "wb") as f:
+            f.truncate(300 * MiB)
+    else:
+        m.symlink_to("/dev/zero")
+    rc, out, err = run_cli(capsys, "summary", "--no-cache", "--memory-budget", "200M", str(d))
+    assert rc == 0 and "aten::mm" in out and "unexpected" not in err, err
+
+
+def test_an_unreadable_rank_file_is_reported_as_unreadable(corpus_dir, tmp_path) -> None:
+    from tests.rank_job import make_job
+    from tests.test_hostile_args import _run_unprivileged
+
+    files = make_job(corpus_dir, tmp_path / "job", ranks=2)
+    files[1].chmod(0)
+    rc, out, err = _run_unprivileged("ranks", str(tmp_path / "job"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert files[1].name in err and "cannot read: Permission denied" in err and "missing" not in err
