@@ -96,6 +96,20 @@ async def test_device_view_from_the_hardware_lane() -> None:
         assert "Verdict: execution 0 (MODULE_10001_8417/model.neff): memory-bound" in text
         assert "aten::mul.Tensor: memory-bound: arithmetic intensity 0.25 FLOP/B is below the ridge 218 FLOP/B" in text
         assert "Peaks from: aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/neuron-core-v3.rst" in text
+        # the choices the schema leaves open, named as the CLI names them (issue 27): FLOPs of all engines with
+        # the matmul-only figure beside it, semaphore waits in busy, which DMA labels are HBM
+        flat = " ".join(text.split())
+        assert "(raw_flops, all engines)" in flat and "Matmul-only intensity" in flat
+        from textual.containers import VerticalScroll
+
+        from trntui.report.device import DEFINITIONS
+
+        app.screen.query_one(VerticalScroll).scroll_end(animate=False)  # the definitions close the modal's text
+        await pilot.pause()
+        await pilot.pause()
+        flat = " ".join(screen_text(app).split())
+        for d in DEFINITIONS:
+            assert " ".join(("Definition: " + d).split())[:60] in flat
         await pilot.press("escape", "escape")
         await pilot.pause()
         assert not isinstance(app.screen, DeviceScreen)

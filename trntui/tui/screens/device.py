@@ -335,13 +335,14 @@ class RooflineScreen(ModalScreen[None]):
             yield Static(id="roofline-text", markup=False)
 
     def on_resize(self) -> None:
-        from trntui.report.device import roofline_lines
+        from trntui.report.device import DEFINITIONS, roofline_lines
 
         width = max(int(self.size.width * 0.96) - 8, 40)
         ops = sum(1 for p in self.report.points if p.bound != "no data")
         height = max(int(self.size.height * 0.94) - 2 - 14 - 2 * ops, 8)
         lines = roofline_lines(self.report, width, height)
         lines += [""] + [f"  {safe_text(p.verdict())}" for p in self.report.points if p.bound != "no data"]
+        lines += [""] + [f"Definition: {d}" for d in DEFINITIONS]  # the choices the schema leaves open, as the CLI
         self.query_one("#roofline-text", Static).update(Text("\n".join(lines)))
 
 
