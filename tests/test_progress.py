@@ -106,6 +106,7 @@ def test_cancelled_cli_load_is_one_line(capsys, corpus_dir, monkeypatch) -> None
         raise progress.Cancelled()
 
     monkeypatch.setattr(K, "part_of", cancelled)
+    monkeypatch.setattr(K, "compiled_part", cancelled)  # (the compiled builder's entry, where it is in use)
     rc = main(["summary", "--no-cache", str(corpus_dir / "cuda_simple_add.json.gz")])
     _, err = capsys.readouterr()
     assert rc == 2 and err == "trntui: error: load cancelled\n"
