@@ -73,6 +73,12 @@ def progress_enabled() -> bool:
     return os.environ.get("TRNTUI_NO_PROGRESS", "") in ("", "0")
 
 
+def kineto_parser() -> str:
+    """`TRNTUI_KINETO_PARSER`: "python" or "compiled" forces that Kineto parser; "" lets trntui choose
+    (trntui/loaders/kineto/parser.py)."""
+    return os.environ.get("TRNTUI_KINETO_PARSER", "").strip().lower()
+
+
 def debug() -> bool:
     return bool(os.environ.get("TRNTUI_DEBUG"))
 

@@ -5,9 +5,8 @@ fix); the default is the compiled column builder (compiled.py) where `pip instal
 
 from __future__ import annotations
 
-import os
-
 from trntui.errors import TrntuiError
+from trntui.settings import kineto_parser
 
 try:
     from trntui.loaders.kineto import _scan
@@ -23,7 +22,7 @@ class ParserUnavailable(TrntuiError):
 
 def parser_name() -> str:
     """'compiled' or 'python': the path Kineto pieces take in this process."""
-    want = os.environ.get(ENV, "").strip().lower()
+    want = kineto_parser()
     if want == "python":
         return "python"
     if want == "compiled" and _scan is None:
