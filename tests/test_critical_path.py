@@ -378,7 +378,7 @@ def neuron_step(tmp_path, exec_us: float):
     from tests.neuron_samples import generator
 
     g = generator()
-    cap = g.build_capture("fused", lnc=1)
+    cap = g.build_capture("fused", lnc=1, driver_until_device_done=True)  # the shape these figures were worked out on
 
     def at(t: float) -> int:
         return g.BASE_NS + int(round(t * 1000))
