@@ -118,3 +118,62 @@ def test_a_nested_profiler_that_crashes_torch_is_one_line(tmp_path, capsys) -> N
     line = one_error(rc, out, err)  # (the pinned torch segfaults here; trntui says so and names where)
     assert "the capture process died of SIGSEGV (the workload crashed it) at: [1/1] step:" in line, line
     assert "incomplete capture left in" in line
+
+
+@pytest.mark.torch
+def test_ctrl_c_during_a_capture_is_one_line_and_leaves_no_process(tmp_path) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group, trntui's) while the workload runs its steps: one line,
+    exit 130 (profile's code for an interrupted capture), the capture child and a helper the workload started
+    (one that ignores Ctrl-C) are gone."""
+    import signal
+    import time
+
+    pids = tmp_path / "pids"
+    f = tmp_path / "wl.py"
+    f.write_text(textwrap.dedent(f"""
+        import os, signal, subprocess, sys, time, torch
+
+        def make_workload(ctx):
+            x = torch.ones(4)
+            helper = subprocess.Popen([sys.executable, "-c",
+                                       "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)"])
+            open({str(pids)!r}, "w").write(f"{{os.getpid()}} {{helper.pid}}")
+
+            def step(x):
+                time.sleep(0.2)
+                return x + 1
+
+            return step, (x,)
+    """))
+    proc = subprocess.Popen([sys.executable, "-m", "trntui", "profile", f"{f}:make_workload", "--device", "cpu",
+                             "--no-tui", "--steps", "50", "--out", str(tmp_path / "out")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=ENV, start_new_session=True)
+    try:
+        end = time.monotonic() + 120
+        while not (pids.exists() and pids.read_text()) and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.05)
+        assert pids.exists(), proc.communicate()
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert [ln for ln in err.splitlines() if ln.startswith("trntui: error")] == ["trntui: error: interrupted"], err
+    assert err.splitlines()[-1] == "trntui: error: interrupted"  # (after the progress lines)
+    child, helper = (int(x) for x in pids.read_text().split())
+    deadline = time.monotonic() + 10
+    while (_alive(child) or _alive(helper)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child) and not _alive(helper)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

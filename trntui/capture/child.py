@@ -50,6 +50,9 @@ def channel() -> Channel | None:
     value = os.environ.pop(ENV, None)
     if value is None or not value.isdigit():
         return None
+    from trntui import children
+
+    children.started()  # the environment as the user had it for the workload; dies with its parent
     return Channel(int(value))
 
 
@@ -68,9 +71,14 @@ def run_child(argv: list[str], staging: Path, progress: Callable[[str], None]) -
     code = (f"import sys; sys.path[0:1] = [{package_parent!r}]; from trntui.cli import main; "
             "sys.exit(main(sys.argv[1:]))")
     r, w = os.pipe()
-    env = dict(os.environ, **{ENV: str(w)})
+    from trntui import children
+
+    env = children.python_env(dict(os.environ, **{ENV: str(w)}), parent=True)
     try:
-        proc = subprocess.Popen([sys.executable, "-c", code, *argv], pass_fds=(w,), env=env, stdout=2)
+        # its own process group: what the workload leaves running (a helper, `sleep 600 &`) is ended with it; a
+        # Ctrl-C here is passed on to it (`_interrupt`)
+        proc = subprocess.Popen([sys.executable, "-c", code, *argv], pass_fds=(w,), env=env, stdout=2,
+                                start_new_session=True)
     except OSError as exc:
         os.close(r)
         os.close(w)
@@ -134,14 +142,19 @@ def run_child(argv: list[str], staging: Path, progress: Callable[[str], None]) -
             if eof:
                 proc.wait()
     except KeyboardInterrupt:
+        children.kill_group(proc.pid, signal.SIGINT)  # the Ctrl-C, passed on: it marks its manifest and stops
         try:
-            proc.wait(timeout=STOP_GRACE_S)  # the child got the Ctrl-C too: it marks its manifest and stops
+            proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         raise
     finally:
         os.close(r)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        children.kill_group(proc.pid, signal.SIGKILL)  # what the workload left in the group
     if "done" in messages:
         return messages["done"]
     if "error" in messages:

@@ -36,6 +36,20 @@ NEURON_OPTIONAL_ORDER = ("correlate_device_time", "neff_cache_dir", "max_events_
 NEURON_REQUIRED = ("modes", "profile_output_dir")
 
 
+def require_torch_installed() -> None:
+    """Raise the one-line install hint when torch is not installed, without importing it (the process that
+    supervises a capture never needs torch itself: importing it cost ~1-2 s before the capture child started,
+    and a Ctrl-C inside torch's import came out as "torch is not installed")."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise TrntuiError(TORCH_MISSING)
+
+
 def require_torch() -> Any:
     """Import torch or raise the one-line install hint."""
     try:

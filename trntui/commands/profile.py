@@ -185,7 +185,7 @@ def supervise(args: argparse.Namespace) -> int:
     import os
 
     from trntui.capture.child import run_child
-    from trntui.capture.devices import require_torch
+    from trntui.capture.devices import require_torch_installed
     from trntui.capture.runner import CaptureResult, VariantResult, _partial, check_out_dir, default_out_dir, stderr_progress
     from trntui.capture.workloads import BUILTINS, source_name
     from trntui.commands.options import load_options
@@ -193,7 +193,7 @@ def supervise(args: argparse.Namespace) -> int:
     options = load_options(args)  # a bad size fails now
     out = Path(os.path.abspath(args.out)) if args.out is not None else Path(os.path.abspath(default_out_dir(source_name(args.workload))))
     check_out_dir(out, args.force)  # fail before anything runs
-    require_torch()
+    require_torch_installed()
     spec = args.workload.strip()
     if spec in BUILTINS:  # check built-in variants before paying for device setup
         _pick_variants(args.variant, list(BUILTINS[spec].variants), spec)
