@@ -271,3 +271,17 @@ def test_an_unreadable_rank_file_is_reported_as_unreadable(corpus_dir, tmp_path)
     rc, out, err = _run_unprivileged("ranks", str(tmp_path / "job"))
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert files[1].name in err and "cannot read: Permission denied" in err and "missing" not in err
+
+
+@pytest.mark.parametrize("typ, value", [(pa.list_(pa.string()), ["vector"]), (pa.struct([("e", pa.string())]), {"e": "vector"})])
+def test_an_engine_that_is_not_text_drops_its_row_with_a_count(typ, value, tmp_path, capsys) -> None:
+    from tests.device_exports import instr
+
+    d = tmp_path / "i-0abc_pid_1_nc_0_session_0"
+    write_table(d, "Instruction", [{**instr(T0 + 1, T0 + 5, "x", "OP"), "engine": value},
+                                   {**instr(T0 + 10, T0 + 50, "x", "OP"), "engine": None}],
+                types={"engine": typ})
+    write_table(d, "Metadata", [TRN2_LNC2])
+    rc, out, err = run_cli(capsys, "device", str(d))
+    assert rc == 0 and err == "", err
+    assert "Instruction: 1 of 2 rows skipped (1 engine not text)" in out and "1 instructions" in out

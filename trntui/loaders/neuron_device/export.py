@@ -32,8 +32,12 @@ def _table_notes(t: TableRead, version: str, fields_by_table: dict[str, list[str
     if t.skipped_rows:
         why = "; ".join(f"{n:,} {r}" for r, n in t.skip_reasons.items()) or "no timestamp"
         out.append(f"{t.name}: {t.skipped_rows:,} of {t.skipped_rows + len(t.frame):,} rows skipped ({why})")
+    kinds = {f.name: f.kind for f in schema.fields(t.name)}
     for fname, n in t.bad_values.items():
-        out.append(f"{t.name}.{fname}: {n:,} values not a number in range, read as unknown (0)")
+        if kinds.get(fname) == "str":
+            out.append(f"{t.name}.{fname}: {n:,} values not text (lists, structs, binary), read as unknown (empty)")
+        else:
+            out.append(f"{t.name}.{fname}: {n:,} values not a number in range, read as unknown (0)")
     if t.missing_required:
         out.append(missing_fields_note(t.name, t.missing_required, version, fields_by_table.get(t.name) or []))
     return out

@@ -170,7 +170,16 @@ def _typed(col: Any, kind: str, n: int, default: Any, name: str = "") -> tuple[A
     pa, pc, _ = _pa()
     none = np.zeros(n, bool)
     if kind == "str":
-        return _categorical(col, n), none
+        if isinstance(col, pa.ChunkedArray) and col.num_chunks:
+            t = col.type
+        else:
+            t = getattr(col, "type", None)
+        if t is not None and (pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+            return _text_of_values(col, n)
+        try:
+            return _categorical(col, n), none
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return _text_of_values(col, n)
     if kind == "int":
         return _ints(col, n, int(default), name)
     if kind == "list":
@@ -205,6 +214,30 @@ def _typed(col: Any, kind: str, n: int, default: Any, name: str = "") -> tuple[A
     if inf.any():
         arr = np.where(inf, float(default), arr)
     return arr, inf
+
+
+def _text_of_values(col: Any, n: int) -> tuple[pd.Categorical, np.ndarray]:
+    """A column that should be text but is not (lists, structs, maps, binary): numbers and valid UTF-8 bytes as
+    their text, anything else "" and marked unusable."""
+    values = col.to_pylist()
+    out, bad = [], np.zeros(n, bool)
+    for k, v in enumerate(values):
+        if v is None:
+            out.append("")
+        elif isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, bytes):
+            try:
+                out.append(v.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append("")
+                bad[k] = True
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(str(v))
+        else:
+            out.append("")
+            bad[k] = True
+    return pd.Categorical(out), bad
 
 
 def _categorical(col: Any, n: int) -> pd.Categorical:
@@ -283,7 +316,12 @@ def read_table(directory: Path, table: str, *, version: str = "", schema_fields:
         if f.name in arrow.column_names:
             col = arrow.column(f.name)
             data[f.name], bad = _typed(col, f.kind, n, _default(f), f.name)
-            if f.name in timestamps or f.name == "pcore_idx":  # without them a row cannot be placed: dropped
+            if f.kind == "str" and f.required and bad.any():  # (an engine that is a list: the row has no engine)
+                drop = bad & valid
+                what = f"{f.name} not text"
+                reasons[what] = reasons.get(what, 0) + int(drop.sum())
+                valid &= ~drop
+            elif f.name in timestamps or f.name == "pcore_idx":  # without them a row cannot be placed: dropped
                 drop = bad.copy()
                 if f.name in timestamps and col.null_count:
                     drop |= np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
