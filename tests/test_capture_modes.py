@@ -59,7 +59,7 @@ def _names(profile) -> set[str]:
     return {profile.name_of(i) for i in range(len(profile))}
 
 
-@pytest.mark.slow  # a real capture with torch
+@pytest.mark.torch  # a real capture with torch
 def test_training_step_captures_unchanged_with_memory_columns(train_py, tmp_path, capsys) -> None:
     out = tmp_path / "train-out"
     rc, stdout, err = run_cli(capsys, "profile", str(train_py), "--device", "cpu", "--no-tui", "--steps", "2",
@@ -87,7 +87,7 @@ def test_training_step_captures_unchanged_with_memory_columns(train_py, tmp_path
     assert " KB" in step or " MB" in step or " B " in step, step
 
 
-@pytest.mark.slow  # a real capture with torch
+@pytest.mark.torch  # a real capture with torch
 def test_with_stack_has_no_harness_frame(train_py, tmp_path, capsys) -> None:
     out = tmp_path / "stack-out"
     rc, stdout, err = run_cli(capsys, "profile", str(train_py), "--device", "cpu", "--no-tui", "--steps", "2",
@@ -112,7 +112,7 @@ def test_with_stack_has_no_harness_frame(train_py, tmp_path, capsys) -> None:
     assert rc == 0 and "capture harness were cut" in text and "torch's own table" in text
 
 
-@pytest.mark.slow  # a real capture with torch
+@pytest.mark.torch  # a real capture with torch
 def test_builtin_manifest_keeps_dtype_and_shape(tmp_path, capsys) -> None:
     out = tmp_path / "b"
     rc, _, err = run_cli(capsys, "profile", "rmsnorm", "--variant", "naive", "--device", "cpu", "--no-tui",

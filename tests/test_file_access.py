@@ -153,6 +153,14 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("trntui/per_rank.py", "_peak_rss", "open"): PROC + " (/proc/self/status)",
     ("trntui/cli.py", "_main", "open"): PROC + " (os.devnull after a broken pipe)",
     ("trntui/engine.py", "_stderr_with_a_file", "open"): PROC + " (os.devnull when stderr is closed)",
+    ("trntui/engine.py", "_oom_kills", "open"): PROC + " (/sys/fs/cgroup/memory.events)",
+    ("trntui/children.py", "group_alive", "open"): PROC + " (/proc/<pid>/stat)",
+    # the worker log: a mkstemp file of trntui's own, handed to the forkserver by name, unlinked once open
+    ("trntui/engine.py", "_start_helpers", "tempfile.mkstemp"): OWN_TEMP + " (the workers' stderr log)",
+    ("trntui/engine.py", "_remove", "os.unlink"): OWN_TEMP + " (that log, at exit if the forkserver never "
+                                                            "opened it)",
+    ("trntui/_forkserver.py", "_boot", "os.open"): OWN_TEMP + " (that log, by the name engine.py passed)",
+    ("trntui/_forkserver.py", "_boot", "os.unlink"): OWN_TEMP + " (that log, once open)",
     ("trntui/tui/loader.py", "Forked.__init__", "open"): PROC + " (the loader's pipes)",
     ("trntui/tui/loader.py", "_fork_loader", "os.open"): PROC + " (os.devnull as the child's stdin)",
     ("trntui/tui/loader.py", "_fork_loader", "open"): PROC + " (fds 1 and 2 of the child)",

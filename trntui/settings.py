@@ -14,6 +14,7 @@ environment, and nothing writes it (one exception, below).
 - `TRNTUI_CONVERT_TIMEOUT`: seconds a neuron-explorer conversion of a raw Neuron capture may take (default 300;
   `--convert-timeout` overrides it).
 - `TRNTUI_DEBUG=1`: unexpected errors show their traceback.
+- `COLUMNS` (the shell's): the width headless tables fit (trntui/report/format.py `terminal_width`).
 
 The exception: a variable that is not trntui's is set for a moment, `OPENBLAS_NUM_THREADS=1` while the CLI
 imports numpy (`numpy_with_one_blas_thread`, `one_blas_thread`), then removed again.
@@ -77,6 +78,12 @@ def kineto_parser() -> str:
     """`TRNTUI_KINETO_PARSER`: "python" or "compiled" forces that Kineto parser; "" lets trntui choose
     (trntui/loaders/kineto/parser.py)."""
     return os.environ.get("TRNTUI_KINETO_PARSER", "").strip().lower()
+
+
+def columns() -> int | None:
+    """`$COLUMNS` (the shell's terminal width) when it is a number, at least 20; else None."""
+    value = os.environ.get("COLUMNS", "").strip()
+    return max(int(value), 20) if value.isdigit() else None
 
 
 def debug() -> bool:

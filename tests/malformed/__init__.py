@@ -429,7 +429,7 @@ def build_corpus(root: Path) -> list[Case]:
     cases.append(Case("missing_file", root / "no" / "such" / "trace.json", "error"))
 
     # --- issue 19: bombs, lying trailers, whitespace, out-of-range Neuron values (small on disk) ------------
-    from malformed import bombs
+    from . import bombs
 
     cases.append(Case("bomb_gzip_nul_1.5GiB.json.gz", bombs.nul_bomb(root / "bomb_gzip_nul_1.5GiB.json.gz"), "error"))
     ws = bombs.whitespace_bomb(root / "bomb_whitespace_200MiB.json.gz", size=200 << 20, gz=True, where="inner")

@@ -79,7 +79,7 @@ def trace_bomb(path: Path, size: int = 600 * MiB, claimed: int | None = 100 * Mi
 def whitespace_bomb(path: Path, size: int = 200 * MiB, gz: bool = False, where: str = "tail") -> Path:
     """A small valid trace with `size` bytes of whitespace before it (`where="head"`), after its event array
     (`"inner"`), or after the document (`"tail"`): the scans for the document's edges walk all of it."""
-    from malformed import valid_trace
+    from . import valid_trace
 
     good = valid_trace()
     if where == "head":

@@ -7,7 +7,7 @@ import time
 import warnings
 from contextlib import contextmanager
 
-from malformed import Case
+from . import Case
 
 from trntui.cli import main
 from trntui.report import EMPTY_TABLE_NOTE

@@ -229,8 +229,10 @@ def terminal_width() -> int | None:
     import os
     import sys
 
-    if os.environ.get("COLUMNS", "").strip().isdigit():
-        return max(int(os.environ["COLUMNS"]), 20)
+    from ..settings import columns
+
+    if (width := columns()) is not None:
+        return width
     try:
         if sys.stdout.isatty():
             return os.get_terminal_size(sys.stdout.fileno()).columns or None
