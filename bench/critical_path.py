@@ -34,7 +34,8 @@ CHILD = r"""
 import json, sys, time
 import numpy as np
 import trntui
-from trntui.analysis.critical_path import critical_path, _steps
+from trntui.analysis.critical_path import critical_path
+from trntui.analysis.critical_path.steps import _steps
 path = sys.argv[1]
 t = time.perf_counter()
 profile = trntui.load(path, cache=False).profile
