@@ -74,3 +74,34 @@ def _no_terminal_width():
     yield
     if old is not None:
         os.environ["COLUMNS"] = old
+
+
+@pytest.fixture(params=["python", "compiled"])
+def each_kineto_parser(request, monkeypatch):
+    """Run the test once on each Kineto parser, forced by the user's setting (`TRNTUI_KINETO_PARSER`, read by
+    settings.kineto_parser), with the parsed-profile cache off so every load parses. The compiled run is skipped
+    where the extension is not built (an install without a compiler); afterwards the test checks the compiled
+    builder really read (or, on the Python run, never read) a piece."""
+    from trntui.loaders.kineto import chunks, compiled, parallel
+    from trntui.loaders.kineto.parser import _scan, parser_name
+
+    want = request.param
+    if want == "compiled" and _scan is None:
+        pytest.skip("the compiled Kineto parser is not built in this install")
+    monkeypatch.setenv("TRNTUI_KINETO_PARSER", want)
+    monkeypatch.setenv("TRNTUI_NO_CACHE", "1")
+    assert parser_name() == want
+    calls = []
+    real = compiled.part_of_text
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(chunks, "compiled_part", counted)
+    monkeypatch.setattr(parallel, "compiled_part", counted)
+    yield want
+    if want == "python":
+        assert not calls, "the Python run used the compiled builder"
+    else:
+        assert calls, "the compiled run never used the compiled builder"

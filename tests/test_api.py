@@ -56,6 +56,7 @@ def training(tmp_path_factory):
     return _capture(step, tmp_path_factory.mktemp("train"), record_shapes=True)
 
 
+@pytest.mark.usefixtures("each_kineto_parser")  # on both Kineto parsers
 def test_key_averages_is_torchs_on_a_training_step(training) -> None:
     prof, trace = training
     run = trntui.load(trace)
@@ -64,6 +65,7 @@ def test_key_averages_is_torchs_on_a_training_step(training) -> None:
                             shapes=True)
 
 
+@pytest.mark.usefixtures("each_kineto_parser")  # on both Kineto parsers
 def test_table_is_torchs_text(training) -> None:
     prof, trace = training
     run = trntui.load(trace)
@@ -74,6 +76,7 @@ def test_table_is_torchs_text(training) -> None:
         prof.key_averages(group_by_input_shape=True).table(sort_by="count", row_limit=10)
 
 
+@pytest.mark.usefixtures("each_kineto_parser")  # on both Kineto parsers
 def test_key_averages_is_torchs_with_memory_and_tensor_lists(tmp_path: Path) -> None:
     from torch.profiler import ProfilerActivity, profile
 
@@ -91,6 +94,7 @@ def test_key_averages_is_torchs_with_memory_and_tensor_lists(tmp_path: Path) -> 
         prof.key_averages().table(sort_by="self_cpu_memory_usage", row_limit=-1)
 
 
+@pytest.mark.usefixtures("each_kineto_parser")  # on both Kineto parsers
 def test_key_averages_is_torchs_on_rmsnorm(tmp_path: Path) -> None:
     prof, trace = _capture(_rmsnorm_step(_rmsnorm_naive), tmp_path)
     run = trntui.load(trace)

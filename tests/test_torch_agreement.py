@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.torch  # captures or profiles with torch: `-m "not torch"` leaves them out
+# captures or profiles with torch (`-m "not torch"` leaves them out); every test runs on both Kineto parsers
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("each_kineto_parser")]
 
 from trntui.analysis.key_averages import key_averages  # noqa: E402
 from trntui.report import render_table  # noqa: E402
