@@ -209,3 +209,57 @@ async def test_search_matches_listed_in_time_order(corpus_dir):
         await pilot.press("down", "down", "enter")
         await pilot.pause()
         assert app.screen is not screen and timeline.event_under_cursor() == third
+
+
+async def test_select_a_time_range_and_zoom_to_it(corpus_dir):
+    """A time range (issue 26 item 10): `x` marks one end at the cursor, the status line shows the range as the
+    cursor moves, `x` again zooms to it; a drag on the ruler zooms to the dragged range."""
+    async with opened(corpus_dir / NS68K, size=(120, 30)) as (app, pilot):
+        timeline = app.timeline
+        await pilot.press("tab")
+        assert app.focused is timeline
+        await pilot.press("x")
+        start = timeline.cursor_t
+        await pilot.press(*["full_stop"] * 10)
+        end = timeline.cursor_t
+        assert end > start
+        status = timeline.render_line(1).text
+        assert status.startswith("▸ range ") and "x: zoom to it" in status
+        await pilot.press("x")
+        a, b = timeline.window
+        cell = timeline.ns_per_cell
+        assert abs(a - start) <= cell and abs(b - end) <= 2 * cell and cell < (end - start) / 50
+        assert not timeline.render_line(1).text.startswith("▸ range ")
+        # the mouse: press on the ruler at one column, release at another
+        await pilot.press("0")
+        full = timeline.window
+        dx = timeline.content_region.x - timeline.region.x
+        dy = timeline.content_region.y - timeline.region.y  # the ruler: the first content line
+        x0 = dx + timeline.label_width + 1  # the labels, the separator
+        t_at = lambda col: timeline.t0 + col * timeline.ns_per_cell
+        want = (t_at(10), t_at(41))
+        await pilot.mouse_down(timeline, offset=(x0 + 10, dy))
+        await pilot.mouse_up(timeline, offset=(x0 + 40, dy))
+        await pilot.pause()
+        a, b = timeline.window
+        assert (a, b) != full and abs(a - want[0]) <= timeline.ns_per_cell and abs(b - want[1]) <= 2 * timeline.ns_per_cell
+
+
+async def test_lanes_are_packed_again_on_resize(corpus_dir):
+    """Enlarging the terminal packs the lanes again at once, without a key (issue 26 item 10): lanes summarised
+    in `+N lanes` rows at 80×24 get their own rows at 200×60, and come back together at 80×24."""
+    async with opened(corpus_dir / NS68K, size=(80, 24)) as (app, pilot):
+        timeline = app.timeline
+        small = [d.title for d in timeline.display_rows]
+        assert any(t.startswith("+") and t.endswith(" lanes") for t in small), small
+        await pilot.resize_terminal(200, 60)
+        await pilot.pause()
+        await pilot.pause()
+        big = [d.title for d in timeline.display_rows]
+        assert len(big) > len(small) and not any(t.endswith(" lanes") for t in big), big
+        drawn = [timeline.render_line(y).text for y in range(timeline.size.height)]
+        assert sum(1 for line in drawn if line.strip()) >= len(big)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.pause()
+        assert [d.title for d in timeline.display_rows] == small

@@ -100,6 +100,7 @@ class Timeline(TimelineDrawing, TimelineNavigation, TimelineGaps, Widget, can_fo
         Binding("A", "toggle_clock", "Absolute / relative time", show=False, id="timeline-clock"),
         Binding("y", "copy_name", "Copy the event's name", show=False, id="timeline-copy"),
         Binding("m", "mark_path", "Mark the critical path (again: clear)", id="timeline-critical-path"),
+        Binding("x", "range", "Mark a range start (again: zoom to the range)", show=False, id="timeline-range"),
     ]
 
     COMPONENT_CLASSES = {
@@ -162,6 +163,11 @@ class Timeline(TimelineDrawing, TimelineNavigation, TimelineGaps, Widget, can_fo
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.profile: Profile | None = None
+        self.range_mark: float | None = None
+        """`x`: the time (relative, like `cursor_t`) one end of a range was marked at; None: no range."""
+        self._drag_t: float | None = None
+        """A mouse drag on the ruler: the time it started at."""
+        self._dragged = False
         self.display_rows: list[DisplayRow] = []
         self.origin = 0
         """Absolute ns shown as +0 (start of the fitted span)."""
@@ -512,8 +518,33 @@ class Timeline(TimelineDrawing, TimelineNavigation, TimelineGaps, Widget, can_fo
         col = offset.x - self.label_width - 1
         return row, (col if 0 <= col < self.cells else -1)
 
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        """A press on the ruler starts a range drag (released elsewhere on the ruler: zoom to that range)."""
+        where = self._cell_at(event)
+        offset = event.get_content_offset(self)
+        if where is None or offset is None or offset.y != 0 or where[1] < 0:
+            return
+        self._drag_t = self.t0 + where[1] * self.ns_per_cell
+        self.capture_mouse()
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self._drag_t is None:
+            return
+        start, self._drag_t = self._drag_t, None
+        self.release_mouse()
+        col = event.get_content_offset_capture(self).x - self.label_width - 1
+        col = min(max(col, 0), self.cells - 1)
+        end = self.t0 + (col + 1) * self.ns_per_cell
+        if abs(end - start) > 1.5 * self.ns_per_cell:  # a drag, not a click
+            self._dragged = True
+            a, b = sorted((start, end))
+            self.zoom_to_range(a, b)
+
     def on_click(self, event: events.Click) -> None:
         """Click: cursor to that lane and time; double click: the chain of the event there."""
+        if self._dragged:  # the end of a drag on the ruler
+            self._dragged = False
+            return
         where = self._cell_at(event)
         if where is None:
             return

@@ -276,6 +276,11 @@ class TimelineDrawing:
                 lane = f" · {len(item.lanes)} lanes in one row (d: all lanes)"
             else:
                 lane = f" · {safe_text(profile.lanes[item.lanes[0]].label)}"
+        if self.range_mark is not None:
+            a, b = sorted((self.range_mark, self.cursor_t))
+            text = (f"▸ range {format_offset(a)} … {format_offset(b)} ({format_ns(int(b - a))}) · "
+                    "x: zoom to it")
+            return Strip([Segment(text, base + Style(bold=True))]).crop_extend(0, width, base)
         gap = self._gap_status() if event < 0 and profile is not None else ""
         if gap:
             return Strip([Segment(gap, base + Style(bold=True))]).crop_extend(0, width, base)

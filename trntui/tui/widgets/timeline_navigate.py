@@ -41,6 +41,32 @@ class TimelineNavigation:
         self._fitted = False
         self._changed()
 
+    def action_range(self) -> None:
+        """`x`: mark one end of a time range at the cursor; `x` again, with the cursor moved: zoom to the range."""
+        if self.profile is None:
+            return
+        if self.range_mark is None:
+            self.range_mark = self.cursor_t
+            self.notify("range start marked: move the cursor, x again zooms to the range", markup=False)
+            self._changed()
+            return
+        a, b = sorted((self.range_mark, self.cursor_t))
+        self.range_mark = None
+        if b - a < self.ns_per_cell:
+            self.notify("range cleared (move the cursor between the two x)", markup=False)
+            self._changed()
+            return
+        self.zoom_to_range(a, b)
+
+    def zoom_to_range(self, a: float, b: float) -> None:
+        """Show the range [a, b) (relative ns, like `cursor_t`) across every cell; the cursor in its middle."""
+        self.ns_per_cell = max((b - a) / self.cells, 1.0)
+        self.t0 = a
+        self.cursor_t = (a + b) / 2
+        self.cursor_event = -1
+        self._fitted = False
+        self._changed()
+
     def action_nudge(self, direction: int) -> None:
         self.cursor_event = -1
         self._center_on(self.cursor_t + direction * self.ns_per_cell)
