@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trntui.analysis.key_averages import _stack_parents
+from trntui.analysis.key_averages.cpu_tree import _stack_parents
 from trntui.model.profile import _stack_nesting
 
 

@@ -1,5 +1,5 @@
 """torch's key_averages sort keys, apart from the analysis itself: `trntui summary --sort X` is checked while
-the arguments are parsed, before the load, and importing trntui/analysis/key_averages.py there (numpy, the
+the arguments are parsed, before the load, and importing trntui/analysis/key_averages/ there (numpy, the
 links and the table's dataclasses) put that import on the path to the decode instead of beside it."""
 
 from __future__ import annotations
