@@ -189,3 +189,34 @@ def test_version_says_which_parser() -> None:
                            env={**os.environ, parser.ENV: mode}, timeout=120)
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith("trntui ") and f"kineto parser: {mode}" in r.stdout
+
+
+@needs_ext
+def test_timestamps_convert_exactly_as_python() -> None:
+    """The scanner's own decimal conversion (17-digit Kineto timestamps and the like, without strtod) gives
+    Python's float(text) to the last bit: random decimals of 1-19 significant digits, halfway cases (ties to
+    even) and numbers next to powers of two."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(32)
+    texts = []
+    for _ in range(20000):
+        digits = rng.randint(1, 19)
+        m = rng.randrange(10 ** (digits - 1), 10**digits)
+        k = rng.randint(0, min(digits + 3, 19))
+        t = str(m).rjust(k + 1, "0")
+        texts.append(("-" if rng.random() < 0.1 else "") + (t[:-k] + "." + t[-k:] if k else t))
+    for e in range(53, 64):  # ties: 2^e + 2^(e-53) (and neighbours) written with a fraction
+        for d in (-1, 0, 1):
+            for k in (1, 2, 3):
+                v = (2**e + 2 ** (e - 53) + d) * 10**k
+                texts.append(str(v)[:-k] + "." + str(v)[-k:])
+    texts += ["1712195496708492.5", "1712195496716658.8", "0.000", "-0.0", "123456789012345678.9", "0.1234567890123456789"]
+    piece = ",".join(f'{{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": {t}, "dur": 0}}' for t in texts).encode()
+    got = parser._scan.scan(piece)
+    assert got is not None
+    ts = np.frombuffer(got[2], np.float64)
+    want = np.array([float(t) for t in texts])
+    assert ts.view(np.int64).tolist() == want.view(np.int64).tolist()

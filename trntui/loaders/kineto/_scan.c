@@ -19,6 +19,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_DEPTH 64
 #define NO_ID (-1)
@@ -274,6 +277,21 @@ static int scan_string(S *s, Str *out) {
     out->a = p;
     out->esc = 0;
     while (p < end) {
+#if defined(__SSE2__)
+        while (end - p >= 16) { /* plain ASCII runs, 16 bytes at a time (every byte read is before `end`) */
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            /* signed compare: bytes below 0x20 and at or above 0x80 (negative) are both "less than 0x20" */
+            __m128i sp = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+            int mask = _mm_movemask_epi8(sp);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
         while (end - p >= 8) { /* plain ASCII runs, a word at a time */
             uint64_t x;
             memcpy(&x, p, 8);
@@ -448,6 +466,34 @@ static int num_int64(const Num *n, int64_t *v) {
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+#if defined(__SIZEOF_INT128__)
+/* m / 10^k (m < 10^19, 1 <= k <= 19) correctly rounded to the nearest double (ties to even), in integer
+ * arithmetic: the quotient of m * 2^s by 10^k carries at least 63 significant bits, its low bits and the
+ * remainder decide the rounding. The result strtod gives, without strtod's big-number path (the 17-digit
+ * timestamps of a Kineto trace: 1712195496708492.5). 0: not this case. */
+static int exact_quotient(uint64_t m, int k, int neg, double *v) {
+    if (m == 0 || k < 1 || k > 19) return 0;
+    uint64_t pk = 1;
+    for (int i = 0; i < k; i++) pk *= 10;
+    int s = 127 - (63 - __builtin_clzll(m)) - 1; /* m * 2^s < 2^127 */
+    unsigned __int128 num = (unsigned __int128)m << s;
+    unsigned __int128 q = num / pk;
+    int sticky = (num % pk) != 0;
+    uint64_t hi = (uint64_t)(q >> 64), lo = (uint64_t)q;
+    int bits = hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+    if (bits <= 53) return 0; /* (cannot happen: q >= 2^62) */
+    int shift = bits - 53;
+    uint64_t mant = (uint64_t)(q >> shift);
+    unsigned __int128 rest = q & (((unsigned __int128)1 << shift) - 1), half = (unsigned __int128)1 << (shift - 1);
+    if (rest > half || (rest == half && (sticky || (mant & 1)))) mant++;
+    double d = ldexp((double)mant, shift - s);
+    *v = neg ? -d : d;
+    return 1;
+}
+#else
+static int exact_quotient(uint64_t m, int k, int neg, double *v) { return 0; }
+#endif
+
 /* Clinger's fast path: a decimal whose significant digits (trailing fraction zeros dropped) make an integer below
  * 2^53 and whose power of ten is at most 22 is exactly m / 10^k or m * 10^k, one correctly rounded operation on
  * two exact doubles. 0: not this case (strtod decides). */
@@ -482,11 +528,13 @@ static int fast_double(const Num *n, double *v) {
         q = f1;
     }
     if (q != end) return 0; /* an exponent: strtod */
-    if (m >= ((uint64_t)1 << 53) || frac > 22) return 0;
-    double d = (double)m;
-    if (frac) d /= POW10[frac];
-    *v = neg ? -d : d;
-    return 1;
+    if (m < ((uint64_t)1 << 53) && frac <= 22) {
+        double d = (double)m;
+        if (frac) d /= POW10[frac];
+        *v = neg ? -d : d;
+        return 1;
+    }
+    return exact_quotient(m, frac, neg, v);
 }
 
 static int num_double(const Num *n, double *v) {
@@ -887,8 +935,12 @@ static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
             PUT(&o->corr, f->corr) || PUT(&o->lrest, f->lrest))
             return NOMEM;
         a = (int64_t)o->blob.len;
-        if (f->seen & F_ARGS) {
-            if (buf_put(&o->blob, f->args_a, (size_t)(f->args_e - f->args_a))) return NOMEM;
+        if (f->seen & F_ARGS) { /* the blob is the bytes object the result holds, sized to the piece (args are
+                                     disjoint ranges of it, so they always fit: checked all the same) */
+            size_t len = (size_t)(f->args_e - f->args_a);
+            if (len > o->blob.cap - o->blob.len) return BAIL;
+            memcpy(o->blob.p + o->blob.len, f->args_a, len);
+            o->blob.len += len;
         }
         e = (int64_t)o->blob.len;
         if (PUT(&o->ts, ts) || PUT(&o->dur, dur) || PUT(&o->pid, pid) || PUT(&o->tid, tid) || PUT(&o->cat, cat) ||
@@ -918,7 +970,7 @@ static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
 
 static void out_free(Out *o) {
     Buf *bufs[] = {&o->ph, &o->ts, &o->dur, &o->pid, &o->tid, &o->cat, &o->name, &o->astart, &o->aend,
-                   &o->blob, &o->ostart, &o->oend, &o->fts, &o->fpid, &o->ftid, &o->fid, &o->fcat,
+                   &o->ostart, &o->oend, &o->fts, &o->fpid, &o->ftid, &o->fid, &o->fcat,
                    &o->pidk, &o->tidk, &o->fpidk, &o->ftidk, &o->combo, &o->ext, &o->legacy,
                    &o->corr, &o->lrest};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) buf_free(bufs[i]);
@@ -929,6 +981,22 @@ static void out_free(Out *o) {
     ints_free(&o->pidu);
     ints_free(&o->tidu);
     ints_free(&o->combos);
+}
+
+/* Room for the events a piece of `len` bytes may hold (Kineto events take 100-300 bytes; columns still grow
+ * past this when they need to): no realloc copies of the columns as they fill. Only what is written is touched. */
+static int reserve_columns(Out *o, size_t len) {
+    size_t n = len / 80 + 16;
+    Buf *b8[] = {&o->ts, &o->dur, &o->pid, &o->tid, &o->astart, &o->aend, &o->ext, &o->legacy, &o->corr};
+    Buf *b4[] = {&o->cat, &o->name, &o->combo};
+    Buf *b1[] = {&o->ph, &o->pidk, &o->tidk, &o->lrest};
+    for (size_t i = 0; i < sizeof(b8) / sizeof(b8[0]); i++)
+        if (buf_reserve(b8[i], 8 * n)) return -1;
+    for (size_t i = 0; i < sizeof(b4) / sizeof(b4[0]); i++)
+        if (buf_reserve(b4[i], 4 * n)) return -1;
+    for (size_t i = 0; i < sizeof(b1) / sizeof(b1[0]); i++)
+        if (buf_reserve(b1[i], n)) return -1;
+    return 0;
 }
 
 static int scan_piece(S *s, Out *o, Py_ssize_t *count) {
@@ -977,10 +1045,17 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     s.end = (cp)view.buf + view.len;
     Out o;
     memset(&o, 0, sizeof(o));
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, view.len);
+    if (!blob) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    o.blob.p = PyBytes_AS_STRING(blob);
+    o.blob.cap = (size_t)view.len;
     Py_ssize_t n = 0;
     int r;
     Py_BEGIN_ALLOW_THREADS
-    r = scan_piece(&s, &o, &n);
+    r = reserve_columns(&o, (size_t)view.len) ? NOMEM : scan_piece(&s, &o, &n);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
     if (r == NOMEM) {
@@ -992,12 +1067,14 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         PyObject *cats = intern_list(&o.cats), *names = cats ? intern_list(&o.names) : NULL;
         PyObject *fcats = names ? intern_list(&o.fcats) : NULL;
         PyObject *ids = fcats ? intern_list(&o.idstrs) : NULL;
-        if (ids) {
+        if (ids && _PyBytes_Resize(&blob, (Py_ssize_t)o.blob.len) == 0) {
+            PyObject *blob_out = blob;
+            blob = NULL; /* (the tuple takes it) */
             result = Py_BuildValue(
                 "(nNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN)", n, bytearray_of(&o.ph), bytearray_of(&o.ts), bytearray_of(&o.dur),
                 bytearray_of(&o.pid), bytearray_of(&o.tid), bytearray_of(&o.cat), bytearray_of(&o.name),
                 bytearray_of(&o.astart), bytearray_of(&o.aend),
-                PyBytes_FromStringAndSize(o.blob.p ? o.blob.p : "", (Py_ssize_t)o.blob.len), cats, names,
+                blob_out, cats, names,
                 bytearray_of(&o.ostart), bytearray_of(&o.oend), bytearray_of(&o.fts), bytearray_of(&o.fpid),
                 bytearray_of(&o.ftid), bytearray_of(&o.fid), bytearray_of(&o.fcat), fcats, bytearray_of(&o.pidk),
                 bytearray_of(&o.tidk), bytearray_of(&o.fpidk), bytearray_of(&o.ftidk), ids, bytearray_of(&o.combo),
@@ -1007,8 +1084,10 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             Py_XDECREF(cats);
             Py_XDECREF(names);
             Py_XDECREF(fcats);
+            Py_XDECREF(ids);
         }
     }
+    Py_XDECREF(blob); /* (NULL once the result holds it, or when a failed resize freed it) */
     out_free(&o);
     buf_free(&s.scratch);
     PyBuffer_Release(&view);

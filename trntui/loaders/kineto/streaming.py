@@ -27,7 +27,7 @@ from trntui.progress import report
 
 if TYPE_CHECKING:
     from trntui.loaders.kineto.columns import Part
-    from trntui.loaders.kineto.parallel import Claims
+    from trntui.loaders.kineto.pieces import Claims
 
 _PIECE = 8 << 20
 
