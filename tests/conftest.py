@@ -82,7 +82,7 @@ def each_kineto_parser(request, monkeypatch):
     settings.kineto_parser), with the parsed-profile cache off so every load parses. The compiled run is skipped
     where the extension is not built (an install without a compiler); afterwards the test checks the compiled
     builder really read (or, on the Python run, never read) a piece."""
-    from trntui.loaders.kineto import chunks, compiled, parallel
+    from trntui.loaders.kineto import chunks, compiled
     from trntui.loaders.kineto.parser import _scan, parser_name
 
     want = request.param
@@ -99,7 +99,6 @@ def each_kineto_parser(request, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(chunks, "compiled_part", counted)
-    monkeypatch.setattr(parallel, "compiled_part", counted)
     yield want
     if want == "python":
         assert not calls, "the Python run used the compiled builder"

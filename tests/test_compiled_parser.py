@@ -220,3 +220,22 @@ def test_timestamps_convert_exactly_as_python() -> None:
     ts = np.frombuffer(got[2], np.float64)
     want = np.array([float(t) for t in texts])
     assert ts.view(np.int64).tolist() == want.view(np.int64).tolist()
+
+
+@needs_ext
+def test_the_compiled_builder_decodes_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the compiled builder is in use, a big event array is decoded in this process (no forked decoder:
+    one process took less CPU and no more wall time on the 2M trace, bench/RESULTS.md), with the Python path's
+    result; the Python path still takes the two-process decode."""
+    from trntui.loaders.kineto import parallel, pieces
+
+    monkeypatch.setattr(pieces, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pieces, "parallel_ok", lambda size: True)
+    forked = []
+    real = parallel.decode_parallel
+    monkeypatch.setattr(parallel, "decode_parallel", lambda *a, **k: forked.append(1) or real(*a, **k))
+    path = DATA / "cuda_ns_resolution_68k.json.gz"
+    compiled = _load(path, "compiled", monkeypatch)
+    assert not forked
+    assert _load(path, "python", monkeypatch) == compiled
+    assert forked

@@ -300,7 +300,8 @@ def test_forked_decoder_dies_with_its_parent_on_sigterm(tmp_path) -> None:
     trace = tmp_path / "trace.json"
     trace.write_bytes(valid_trace(n_steps=60))
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_DECODE, "summary", "--no-cache", str(trace)],
-                            env=_env(tmp_path / "cache"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=_env(tmp_path / "cache", TRNTUI_KINETO_PARSER="python"),  # (its forked decoder)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         kids: list[int] = []

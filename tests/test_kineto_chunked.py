@@ -69,6 +69,8 @@ def tiny_chunks(monkeypatch):
         monkeypatch.setattr(kchunks, "_CHUNK_BYTES", chunk)
         monkeypatch.setattr(kpieces, "_PAR_CHUNK", chunk)
         monkeypatch.setattr(kpieces, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+        if parallel:  # the two-process decode serves the Python path (the compiled builder decodes in one)
+            monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")
     return use
 
 
@@ -152,6 +154,8 @@ def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parallel
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
     monkeypatch.setattr(kpieces, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
+    if parallel:  # (the Python path's two-process decode; the compiled builder decodes in one process)
+        monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")
     monkeypatch.setattr(kpieces, "_PAR_CHUNK", 1 << 20)
     monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
     read = kineto.load_kineto(plain)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -207,12 +208,14 @@ def test_two_process_streamed_load_equals_in_memory_load(corpus_dir, repo_dir, n
     child = subprocess.run(
         [sys.executable, "-c", _TWO_PROCESS_CHILD, str(corpus_dir / name)],
         cwd=repo_dir, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TRNTUI_KINETO_PARSER="python"),  # (the two-process decode is the Python path's)
     )
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.strip() == "same profile"
 
 
 def test_two_process_streamed_projection_refuses(corpus_dir, small_stream, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")  # (the two-process decode is the Python path's)
     monkeypatch.setattr(PC, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(PC, "_PAR_CHUNK", 256 << 10)
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)

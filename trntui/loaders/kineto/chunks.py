@@ -1,8 +1,9 @@
 """Chunk scanning: decode a valid trace's event array chunk by chunk, never the whole document at once.
 
 The document is split as head + event array + tail: the array's end is found from the back (pieces.py),
-the array is cut at candidate event boundaries (`BOUNDARY`) and each chunk decoded on its own; big arrays go
-to the two-process decoder (parallel.py). Anything unusual returns None, and the caller takes the whole-file
+the array is cut at candidate event boundaries (`BOUNDARY`) and each chunk decoded on its own: by the compiled
+builder where it is in use, in this one process; on the Python path big arrays go to the two-process decoder
+(parallel.py). Anything unusual returns None, and the caller takes the whole-file
 path with its fallbacks for damaged input (tolerant.py)."""
 
 from __future__ import annotations
@@ -91,9 +92,10 @@ def _decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part]
     e, top_meta = nxt_end
     base, _ = clock_base(top_meta)  # pieces put their times on the trace's ns clock as they are decoded
     view = memoryview(data)
-    from trntui.loaders.kineto import parallel  # imports this module: imported here, not at the top
+    fast = compiled_part if enabled() else None
+    if fast is None and pieces.parallel_ok(e - a - 1):  # the compiled builder decodes in this one process
+        from trntui.loaders.kineto import parallel  # imports this module: imported here, not at the top
 
-    if pieces.parallel_ok(e - a - 1):
         halves = parallel.decode_parallel(view[a + 1 : e], a + 1, n, stream, base)
         if halves is not None:
             report("decoding", n, n)
@@ -101,7 +103,6 @@ def _decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part]
     parts: list[Part] = []
     pos = 0
     linking = False  # once a row that links is seen, every later piece parses its link ids at once
-    fast = compiled_part if enabled() else None
     try:
         while True:
             inner = view[a + 1 : e]

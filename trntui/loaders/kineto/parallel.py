@@ -15,8 +15,6 @@ import msgspec
 
 from trntui.loaders.kineto import pieces
 from trntui.loaders.kineto.columns import Part, parse_links, part_of
-from trntui.loaders.kineto.compiled import part_of_text as compiled_part
-from trntui.loaders.kineto.parser import enabled
 from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, Claims, write_all
 from trntui.loaders.kineto.wire import frames, pack_part
 from trntui.prefetch import import_wanted
@@ -39,21 +37,18 @@ def _decode_pieces(inner: memoryview, claims: Claims, from_back: bool,
     `parent` (the forked child): the pid that forked it; when that process is gone (killed by SIGTERM, say) the
     child stops at its next piece instead of decoding on for nobody."""
     done: dict[int, Part] = {}
-    fast = enabled()
     while (piece := claims.take(from_back)) is not None:
         if parent is not None and os.getppid() != parent:
             return None
         a, e = piece
         k = a
-        part = compiled_part(inner[a:e], bool(claims.view[Claims.LINKING]), base) if fast else None
-        if part is None:  # the Python path (or a piece the compiled builder leaves to it)
-            try:
-                events = PIECES.decode(inner[a:e])
-            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                claims.fail()
-                return None
-            part = part_of(events, bool(claims.view[Claims.LINKING]), base)
-            del events
+        try:
+            events = PIECES.decode(inner[a:e])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            claims.fail()
+            return None
+        part = part_of(events, bool(claims.view[Claims.LINKING]), base)
+        del events
         if part.linking:
             claims.view[Claims.LINKING] = 1
         if stream is not None:
