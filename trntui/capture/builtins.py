@@ -1,4 +1,5 @@
-"""Built-in workloads for `trntui profile NAME`. Add one by writing a decorated factory here.
+"""Built-in workloads for `trntui profile NAME` and their registry (`BUILTINS`, filled by the `builtin`
+decorator). Add one by writing a decorated factory here.
 
 A factory takes a `CaptureContext` (device, dtype, shape, compile helper) and returns a `Workload`.
 torch is imported inside factories only.
@@ -6,9 +7,32 @@ torch is imported inside factories only.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from trntui.capture.workloads import CaptureContext, Variant, Workload, builtin
+from trntui.capture.contract import CaptureContext, Factory, Variant, Workload
+
+
+@dataclass
+class BuiltinInfo:
+    name: str
+    factory: Factory
+    help: str
+    variants: tuple[str, ...]
+
+
+BUILTINS: dict[str, BuiltinInfo] = {}
+
+
+def builtin(name: str, *, help: str, variants: tuple[str, ...]) -> Callable[[Factory], Factory]:  # noqa: A002
+    """Register a built-in workload factory under `name` (the decorator of each factory below)."""
+
+    def deco(factory: Factory) -> Factory:
+        BUILTINS[name] = BuiltinInfo(name, factory, help, variants)
+        return factory
+
+    return deco
+
 
 EPS = 1e-6
 

@@ -1,8 +1,10 @@
-"""What `trntui profile` runs: the `Workload` contract, the built-in registry, and user-supplied workloads.
+"""What `trntui profile` runs: a built-in or a user-supplied workload, resolved and built into a `Workload`.
 
 A workload is a set of named *variants*; each variant is a callable plus the inputs it is called with.
-Built-ins live in `trntui.capture.builtins` (one decorated function each); user code is named on the command
-line as `path/to/file.py:function` or `package.module:function` (see docs/capture.md for the contract).
+The contract (`Variant`, `Workload`, `CaptureContext`) lives in `trntui.capture.contract`, the built-ins and
+their registry in `trntui.capture.builtins` (one decorated function each); both are re-exported here. User code
+is named on the command line as `path/to/file.py:function` or `package.module:function` (see docs/capture.md
+for the contract).
 
 torch is never imported at module level here: `import trntui.capture` works without torch installed.
 """
@@ -15,86 +17,20 @@ import inspect
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from trntui.capture.builtins import BUILTINS, BuiltinInfo, builtin  # noqa: F401 - re-exported
+from trntui.capture.contract import CaptureContext, Factory, Variant, Workload  # noqa: F401 - re-exported
 from trntui.errors import TrntuiError
 
 DEFAULT_FUNCTION = "make_workload"
 """The function looked up when a workload is given as `file.py` with no `:function`."""
 
 
-@dataclass
-class Variant:
-    """One implementation to profile: `fn(*args, **kwargs)` is called once per profiler step."""
-
-    fn: Callable[..., Any]
-    args: tuple = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    inference: bool = False
-    """Run under `torch.inference_mode()` (built-ins that only infer); False: the grad mode the code chose."""
-
-
-@dataclass
-class Workload:
-    """Named variants of one computation. `meta` is copied into every variant's manifest."""
-
-    name: str
-    variants: dict[str, Variant]
-    description: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class CaptureContext:
-    """What a workload factory gets to build its inputs for the chosen device.
-
-    `device` is the torch device string ("cpu", "cuda", "neuron"); `dtype` a `torch.dtype`; `shape` the
-    `--shape` option as a tuple (built-ins use it; user workloads may ignore it); `compile(fn, **kw)` wraps
-    `fn` with `torch.compile` using the device's backend ("neuron" on Neuron, "inductor" otherwise).
-    """
-
-    device: str
-    device_kind: str
-    dtype: Any
-    dtype_name: str
-    shape: tuple[int, ...]
-    compile_backend: str
-    compile: Callable[..., Callable[..., Any]]
-
-
-Factory = Callable[[CaptureContext], Workload]
-
-
-@dataclass
-class BuiltinInfo:
-    name: str
-    factory: Factory
-    help: str
-    variants: tuple[str, ...]
-
-
-BUILTINS: dict[str, BuiltinInfo] = {}
-
-
-def builtin(name: str, *, help: str, variants: tuple[str, ...]) -> Callable[[Factory], Factory]:  # noqa: A002
-    """Register a built-in workload factory under `name` (used by `trntui.capture.builtins`)."""
-
-    def deco(factory: Factory) -> Factory:
-        BUILTINS[name] = BuiltinInfo(name, factory, help, variants)
-        return factory
-
-    return deco
-
-
 def builtin_names() -> list[str]:
-    _load_builtins()
     return sorted(BUILTINS)
-
-
-def _load_builtins() -> None:
-    import trntui.capture.builtins  # noqa: F401  (registers on import)
 
 
 # --------------------------------------------------------------------------------------------- resolving
@@ -113,7 +49,6 @@ class WorkloadSource:
 
 def resolve_source(spec: str) -> WorkloadSource:
     """Turn the `WORKLOAD` argument into a built-in or an imported user function. Raises `TrntuiError`."""
-    _load_builtins()
     spec = spec.strip()
     if spec in BUILTINS:
         return WorkloadSource(spec=spec, name=spec, builtin=BUILTINS[spec], origin="built-in")
@@ -151,7 +86,6 @@ def resolve_source(spec: str) -> WorkloadSource:
 
 def source_name(spec: str) -> str:
     """The name `resolve_source(spec)` gives the workload, without importing anything (the default `--out`)."""
-    _load_builtins()
     spec = spec.strip()
     if spec in BUILTINS:
         return spec
