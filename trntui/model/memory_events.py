@@ -13,14 +13,11 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from trntui.model.args import raw_many
-
-if TYPE_CHECKING:  # pragma: no cover
-    from trntui.model.profile import Profile
 
 MEMORY_EVENT_NAME = "[memory]"
 OUT_OF_MEMORY_EVENT_NAME = "[OutOfMemory]"
@@ -97,6 +94,21 @@ def _batch_decoder() -> Any:
 
     return msgspec.json.Decoder(list[_MemArgs])
 
+
+class EventSource(Protocol):
+    """What these records are read from: the part of `trntui.model.profile.Profile` used here (named
+    structurally, so that this module, a helper the profile calls, does not import the profile back)."""
+
+    name: np.ndarray
+    start: np.ndarray
+    args_raw: list[Any]
+    cache: dict[str, Any]
+
+    def name_id(self, name: str) -> int: ...
+
+    def args(self, i: int) -> dict[str, Any]: ...
+
+
 _ARGS_KEYS = (
     ("device_type", "Device Type", -1),
     ("device_id", "Device Id", -1),
@@ -128,7 +140,7 @@ def _as_int(v: Any, default: int) -> int:
     return default
 
 
-def _decode_args(profile: "Profile", idx: np.ndarray) -> dict[str, np.ndarray]:
+def _decode_args(profile: EventSource, idx: np.ndarray) -> dict[str, np.ndarray]:
     """The six args columns of events `idx`: one typed batch decode when every record is well formed,
     else record by record, tolerantly."""
     n = len(idx)
@@ -146,7 +158,7 @@ def _decode_args(profile: "Profile", idx: np.ndarray) -> dict[str, np.ndarray]:
     return cols
 
 
-def memory_events(profile: "Profile") -> MemoryEvents:
+def memory_events(profile: EventSource) -> MemoryEvents:
     """The profile's `[memory]` and `[OutOfMemory]` records as columns (cached on the profile)."""
     cached = profile.cache.get("memory_events")
     if cached is not None:
