@@ -131,6 +131,22 @@ def test_ranks_from_a_directory_holding_a_trntui_folder(job: Path, shadowed: Pat
     assert "Traceback" not in err and "ImportError" not in err, err
 
 
+@pytest.mark.cluster  # worker processes
+def test_python_m_trntui_from_a_directory_holding_a_trntui_folder(job: Path, shadowed: Path) -> None:
+    """`python -m trntui` puts the current directory first on `sys.path`: from the parent of a clone the folder
+    there is imported in place of an editable install unless trntui/__main__.py takes it off again."""
+    def run_m(*argv: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, "-m", "trntui", *argv], cwd=shadowed, env=_env(), text=True,
+                              capture_output=True, timeout=300, start_new_session=True)
+
+    version = run_m("--version")
+    assert version.returncode == 0 and version.stdout.startswith("trntui "), version.stderr
+    ranks = run_m("ranks", "--no-cache", "--jobs", "2", str(job))
+    assert ranks.returncode == 0, ranks.stderr
+    assert "straggler: rank 3" in ranks.stdout
+    assert "Traceback" not in ranks.stderr and "ImportError" not in ranks.stderr, ranks.stderr
+
+
 def test_the_apps_loader_process_from_a_directory_holding_a_trntui_folder(corpus_dir: Path, shadowed: Path,
                                                                           tmp_path: Path) -> None:
     """The loader process `trntui open` starts for a run the cache takes (trntui/tui/loader.py) loads it there."""

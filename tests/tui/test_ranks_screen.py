@@ -104,3 +104,67 @@ async def test_two_jobs_under_the_path_the_ranks_of_the_run_on_screen(corpus_dir
         await pilot.pause()
         assert "Ranks · exp2 · 3 ranks" in str(screen.query_one("#ranks-title").render())
         assert screen.heatmap.line_text(3).split()[:2] == ["2", "*"]
+
+
+_RANKS_APP = '''
+import asyncio, sys
+import trntui.engine
+trntui.engine.cpu_count = lambda: 2  # a pool of two worker processes on any machine (the case that crashed)
+from trntui.tui.app import TrntuiApp
+from trntui.tui.screens.ranks import RanksScreen
+from trntui.tui.screens.runs import RunPicker
+
+
+async def main(job):
+    app = TrntuiApp(job)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if isinstance(app.screen, RunPicker):
+            await pilot.press("escape")
+        await pilot.press("R")
+        for _ in range(6000):
+            screen = app.screen
+            if isinstance(screen, RanksScreen) and (screen.report is not None or str(
+                    screen.query_one("#ranks-title").render()).startswith("ranks: ")):  # shown, or failed
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+        screen = app.screen
+        print("TITLE", str(screen.query_one("#ranks-title").render()))
+        for y in range(1, 5):
+            print("ROW", screen.heatmap.line_text(y))
+
+
+if __name__ == "__main__":  # the worker processes import this script again, as __mp_main__
+    asyncio.run(main(sys.argv[1]))
+'''
+
+
+def test_ranks_screen_from_a_directory_holding_a_trntui_folder(job4: Path, tmp_path: Path) -> None:
+    """Issue 26 item 1, the app's side: `R` run from the parent of a clone (a current directory holding a folder
+    named `trntui`) summarises the ranks in worker processes and shows them, with no traceback on the terminal.
+    The app runs in a process of its own, started as the `trntui` console script starts (its script's directory
+    first on `sys.path`), since the crash was in the worker processes' start-up from that directory."""
+    import subprocess
+    import sys
+
+    from tests.test_processes import _env, _kill_session
+
+    shadowed = tmp_path / "parent-of-a-clone"
+    (shadowed / "trntui").mkdir(parents=True)
+    script = tmp_path / "bin" / "ranks_app.py"
+    script.parent.mkdir()
+    script.write_text(_RANKS_APP)
+    proc = subprocess.Popen([sys.executable, str(script), str(job4)], cwd=shadowed, env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        _kill_session(proc.pid)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "ImportError" not in err and "worker process died" not in out, err
+    title = next(line for line in out.splitlines() if line.startswith("TITLE "))
+    assert f"Ranks · {job4.name} · 4 ranks · 2 steps · stragglers: 1" in title, out
+    rows = [line.split()[1:] for line in out.splitlines() if line.startswith("ROW ")]
+    assert [r[0] for r in rows] == ["0", "1", "2", "3"] and rows[1][1] == "*", out
