@@ -262,15 +262,33 @@ def test_a_hostile_trntui_json_does_not_stop_the_directory_loading(manifest, tmp
     assert rc == 0 and "aten::mm" in out and "unexpected" not in err, err
 
 
-def test_an_unreadable_rank_file_is_reported_as_unreadable(corpus_dir, tmp_path) -> None:
+def test_an_unreadable_rank_file_is_skipped_and_counted_the_other_ranks_summarised(corpus_dir, tmp_path) -> None:
+    """Where the rest of the job is good, an unreadable rank file is skipped and counted, named in one line
+    with why; the other ranks are summarised and the exit code is that of other skipped input (0). Before: the
+    grouping's peek at the file raised, and the one unreadable file stopped `ranks` (exit 2, nothing shown)."""
     from tests.rank_job import make_job
     from tests.test_hostile_args import _run_unprivileged
 
-    files = make_job(corpus_dir, tmp_path / "job", ranks=2)
+    files = make_job(corpus_dir, tmp_path / "job", ranks=3)
     files[1].chmod(0)
     rc, out, err = _run_unprivileged("ranks", str(tmp_path / "job"))
-    assert rc == 2 and len(err.strip().splitlines()) == 1, err
-    assert files[1].name in err and "cannot read: Permission denied" in err and "missing" not in err
+    assert rc == 0 and err == "" and "Traceback" not in out, err
+    assert "2 ranks read of 3" in out, out
+    named = [line for line in out.splitlines() if files[1].name in line]
+    assert len(named) == 1 and "cannot read: Permission denied" in named[0], out
+    rows = [line.split()[0] for line in out.splitlines() if re.match(r"\s*\d+\s+2\s+\d", line)]
+    assert rows == ["0", "2"], out
+    assert "missing" not in out
+    for fmt in ("json", "csv"):  # machine formats: the skipped file is one line on stderr
+        rc, out, err = _run_unprivileged("ranks", "--format", fmt, str(tmp_path / "job"))
+        assert rc == 0 and len(err.strip().splitlines()) == 1, err
+        assert files[1].name in err and "cannot read: Permission denied" in err, err
+    # every rank unreadable: nothing to show, one line and exit 2
+    for f in files:
+        f.chmod(0)
+    rc, out, err = _run_unprivileged("ranks", str(tmp_path / "job"))
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "no rank could be read" in err and "cannot read: Permission denied" in err, err
 
 
 @pytest.mark.parametrize("typ, value", [(pa.list_(pa.string()), ["vector"]), (pa.struct([("e", pa.string())]), {"e": "vector"})])

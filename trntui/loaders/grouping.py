@@ -102,7 +102,7 @@ def _head(path: Path) -> tuple[bytes, bool]:
                 if d.unconsumed_tail:
                     break
             return out[:HEAD_BYTES], True
-    except (OSError, zlib.error, EOFError, gzip.BadGzipFile):
+    except (OSError, LoadError, zlib.error, EOFError, gzip.BadGzipFile):  # unreadable: its load says why
         return b"", False
 
 
