@@ -276,15 +276,64 @@ async def test_cursor_never_garbles_a_ruler_label(corpus_dir):
                 assert time_label.match(token) or set(token) <= {"|", "▼"}, (col, ruler)
 
 
+def _footer_keys(app) -> tuple[str, list[str], list[str]]:
+    """The footer line as drawn, the keys it shows (`key description`, the palette's left out) and every key of
+    the footer (those the fitting left out included)."""
+    from textual.widgets._footer import FooterKey
+
+    from trntui.tui.capture import screen_text
+    from trntui.tui.widgets.keys_footer import HELP_ACTIONS
+
+    line = screen_text(app).splitlines()[-1]
+    footer = app.screen.query_one("KeysFooter")
+    shown = [f"{k.key_display} {k.description}" for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
+    every = [f"{app.get_key_display(b)} {b.description}"
+             for (_, b, _, _) in app.screen.active_bindings.values() if b.show]
+    every = list(dict.fromkeys(k for k in every if not k.startswith(("F1 ", "f1 "))))  # f1 is ?'s second key
+    return line, shown, every
+
+
 async def test_footer_shows_what_fits_and_help_the_rest():
     """At 120 columns the footer shows `R Ranks` (keys that do nothing now and the minor ones give way), at 80
-    `? Help` says how many keys it lists beyond those shown; no key is cut, and a resize refits the line."""
+    `? Help` says how many keys it lists beside those shown; no key is cut, and a resize refits the line. The
+    issue's case is an app opened at 120 columns (not only one grown to it): there every key shown is whole on
+    the line, `R` does what it says, and at 80 the keys left out (`R Ranks` among them) are counted by `? Help
+    (+N keys)` and listed by `?`."""
     from trntui.tui.capture import screen_text
+    from trntui.tui.screens.help import HelpScreen
+    from trntui.tui.screens.ranks import RanksScreen
+
+    async with opened(REPO / "sample_profiles" / "cpu", size=(120, 30), run="naive") as (app, pilot):
+        line, shown, every = _footer_keys(app)
+        assert len(line) <= 120 and line.rstrip().endswith("^p Commands"), line
+        assert "R Ranks" in shown and "c Compare runs" in shown, line
+        for key in shown:  # each key whole on the line, none cut
+            assert f" {key} " in f"{line} ", (key, line)
+        left_out = len(every) - len(shown)
+        help_key = next(k for k in shown if k.startswith("? Help"))
+        assert help_key == ("? Help" if left_out == 0 else f"? Help (+{left_out} key{'s' if left_out > 1 else ''})")
+        await pilot.press("R")  # reachable: one job of one rank each here, R says so and R again opens them
+        await pilot.pause()
+        assert any("no job with several ranks here" in n.message for n in app._notifications)
+        await pilot.press("R")
+        assert await settle(pilot, lambda: isinstance(app.screen, RanksScreen))
 
     async with opened(REPO / "sample_profiles" / "cpu", size=(80, 24), run="naive") as (app, pilot):
         footer = screen_text(app).splitlines()[-1]
         assert re.search(r"\? Help \(\+\d+ keys\)", footer), footer
         assert footer.rstrip().endswith("^p Commands")
+        line, shown, every = _footer_keys(app)
+        assert len(line) <= 80 and "R Ranks" not in line and "R Ranks" in every, line
+        left_out = len(every) - len(shown)
+        assert f"? Help (+{left_out} keys)" in line, (line, every)
+        await pilot.press("question_mark")
+        assert await settle(pilot, lambda: isinstance(app.screen, HelpScreen))
+        listed = str(app.screen.query_one("#help-text").render())
+        missing = [k for k in every if k not in shown
+                   and not re.search(rf"^\s*{re.escape(k.split(' ', 1)[0])}\s+.*{re.escape(k.split(' ', 1)[1])}",
+                                     listed, re.M)]
+        assert len(every) > len(shown) and not missing, missing  # every key left out of the footer is listed by ?
+        await pilot.press("escape")
         await pilot.resize_terminal(120, 30)
         await pilot.pause()
         await pilot.pause()
