@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-PHASES = ("imports (numpy, msgspec)", "imports (trntui)", "find the run", "decode (two processes)", "merge pieces",
+PHASES = ("imports (numpy, msgspec)", "imports (trntui)", "find the run", "decode", "merge pieces",
           "finish (time order, permute)", "links", "key_averages", "print")
 
 

@@ -138,10 +138,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("trntui/loaders/kineto/streaming.py", "_temp", "directory.mkdir"): "the load's scratch directory "
                                                                         "(LoadOptions.scratch_dir); " + OWN_TEMP,
     ("trntui/loaders/kineto/streaming.py", "_temp", "tempfile.TemporaryFile"): OWN_TEMP + " (unlinked at once)",
-    ("trntui/loaders/kineto/parallel.py", "decode_parallel", "tempfile.TemporaryFile"): OWN_TEMP + " (unlinked)",
-    ("trntui/loaders/kineto/early.py", "_frame_file", "open"): PROC + " (an O_TMPFILE in /dev/shm)",
-    ("trntui/loaders/kineto/early.py", "_frame_file", "os.open"): PROC + " (an O_TMPFILE in /dev/shm)",
-    ("trntui/loaders/kineto/early.py", "_frame_file", "tempfile.TemporaryFile"): OWN_TEMP + " (unlinked at once)",
     ("trntui/loaders/neuron/convert.py", "convert", "base.mkdir"): "the converter's scratch directory, " + OWN_TEMP,
     ("trntui/loaders/neuron/convert.py", "convert", "work.mkdir"): "the converter's scratch directory, " + OWN_TEMP,
     ("trntui/loaders/neuron/convert.py", "convert", "(work / 'export').mkdir"): "the converter's scratch "

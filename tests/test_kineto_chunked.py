@@ -12,8 +12,6 @@ import pytest
 from trntui.loaders import kineto
 from trntui.loaders.kineto import chunks as kchunks
 from trntui.loaders.kineto import load as kload
-from trntui.loaders.kineto import parallel as kparallel
-from trntui.loaders.kineto import pieces as kpieces
 from trntui.loaders.files import read_bytes
 from trntui.model.builder import ProfileBuilder
 from trntui.model.profile import Profile, ProfileMeta
@@ -65,27 +63,36 @@ def synthetic(seed: int) -> list[dict]:
 
 @pytest.fixture
 def tiny_chunks(monkeypatch):
-    def use(chunk: int, parallel: bool) -> None:
+    def use(chunk: int, parser: str) -> None:
         monkeypatch.setattr(kchunks, "_CHUNK_BYTES", chunk)
-        monkeypatch.setattr(kpieces, "_PAR_CHUNK", chunk)
-        monkeypatch.setattr(kpieces, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
-        if parallel:  # the two-process decode serves the Python path (the compiled builder decodes in one)
-            monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")
+        _use_parser(monkeypatch, parser)
     return use
 
 
-@pytest.mark.parametrize("parallel", [False, True])
+PARSERS = ["python", "compiled"]
+
+
+def _use_parser(monkeypatch, parser: str) -> None:
+    """Force a Kineto parser (the compiled one only where it is built)."""
+    from trntui.loaders.kineto.parser import _scan
+
+    if parser == "compiled" and _scan is None:
+        pytest.skip("the compiled Kineto parser is not built in this install")
+    monkeypatch.setenv("TRNTUI_KINETO_PARSER", parser)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
 @pytest.mark.parametrize("chunk", [40, 3000])
-def test_corpus_traces_identical(corpus_dir, tiny_chunks, chunk, parallel) -> None:
-    tiny_chunks(chunk, parallel)
+def test_corpus_traces_identical(corpus_dir, tiny_chunks, chunk, parser) -> None:
+    tiny_chunks(chunk, parser)
     for path in sorted(corpus_dir.glob("*.json*"))[:6]:
         assert_same(kineto.load_kineto(path), whole_file(path))
 
 
-@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("parser", PARSERS)
 @pytest.mark.parametrize("chunk", [40, 3000, 1 << 24])
-def test_synthetic_edge_cases_identical(tmp_path, tiny_chunks, chunk, parallel) -> None:
-    tiny_chunks(chunk, parallel)
+def test_synthetic_edge_cases_identical(tmp_path, tiny_chunks, chunk, parser) -> None:
+    tiny_chunks(chunk, parser)
     evs = synthetic(chunk)
     ints = [dict(e, pid=1, tid=2, dur=5, args={"External id": 5}) for e in evs if e["ph"] == "X"]
     body = json.dumps(ints)
@@ -105,58 +112,15 @@ def test_synthetic_edge_cases_identical(tmp_path, tiny_chunks, chunk, parallel) 
         assert_same(kineto.load_kineto(path), whole_file(path))
 
 
-def test_two_process_decode_takes_pieces_from_both_ends(corpus_dir, monkeypatch) -> None:
-    """The forked decode really runs (it is not silently falling back) and its pieces come back in order."""
-    import gzip
-
-    monkeypatch.setattr(kpieces, "_PAR_CHUNK", 256 << 10)
-    data = gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes())
-    a = data.index(b"[", data.index(b'"traceEvents"'))
-    e = next(kpieces._array_ends(data, a))[0]
-    inner = memoryview(data)[a + 1 : e]
-    parts = kparallel.decode_parallel(inner, a + 1, len(data))
-    assert parts is not None and len(parts) > 10
-    serial = kchunks.decode_chunked(data)[0]
-    assert sum(p.n for p in parts) == sum(p.n for p in serial)
-    start = np.concatenate([p.x.start for p in parts])
-    assert np.array_equal(start, np.concatenate([p.x.start for p in serial]))
-
-
-def test_two_process_pieces_cover_the_array_and_shrink_where_the_sides_meet(monkeypatch) -> None:
-    """The pieces the two sides claim (front and back, in any interleaving) are whole events, cover the event array
-    exactly once in order, and get smaller as what is left shrinks (so the two sides finish close together)."""
-    monkeypatch.setattr(kpieces, "_PAR_CHUNK", 4096)
-    monkeypatch.setattr(kpieces, "_PAR_MIN", 512)
-    events = [{"ph": "X", "name": f"op{k}" + "x" * (k % 37), "ts": k, "dur": 1, "pid": 1, "tid": 1} for k in range(2000)]
-    inner = memoryview(json.dumps(events).encode()[1:-1])
-    for pattern in ([False], [True], [False, True], [True, True, False]):
-        claims = kpieces.Claims(inner)
-        taken = []
-        k = 0
-        while (piece := claims.take(pattern[k % len(pattern)])) is not None:
-            taken.append(piece)
-            k += 1
-        claims.close()
-        assert claims.view[kpieces.Claims.TAKEN] == len(taken)
-        decoded = [e for a, e in sorted(taken) for e in json.loads(b"[" + bytes(inner[a:e]) + b"]")]
-        assert decoded == events
-        sizes = [e - a for a, e in taken]
-        longest = max(map(len, inner.tobytes().split(b"}, {")))  # pieces end at the boundary after (or before) a size
-        assert max(sizes) <= 4096 + longest and min(sizes[:-1]) >= 512 - longest and sizes[-2] < 2048 < sizes[0]
-
-
-@pytest.mark.parametrize("parallel", [False, True])
-def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parallel) -> None:
+@pytest.mark.parametrize("parser", PARSERS)
+def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parser) -> None:
     """A big plain trace is decoded from a memory map of the file (no copy, pages dropped as it goes): the
     result is the same as reading it; a damaged one still takes the whole-file path with its recovery."""
     import gzip
 
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
-    monkeypatch.setattr(kpieces, "_PARALLEL_MIN_BYTES", 0 if parallel else 1 << 62)
-    if parallel:  # (the Python path's two-process decode; the compiled builder decodes in one process)
-        monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")
-    monkeypatch.setattr(kpieces, "_PAR_CHUNK", 1 << 20)
+    _use_parser(monkeypatch, parser)
     monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
     read = kineto.load_kineto(plain)
     mapped_calls = []

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,8 +18,6 @@ from trntui.cli import main
 from trntui.errors import OverBudget, TrntuiError
 from trntui.session import find_runs, load_run
 from trntui.loaders.kineto import chunks as K
-from trntui.loaders.kineto import parallel as P
-from trntui.loaders.kineto import pieces as PC
 from trntui.loaders.kineto import streaming as S
 
 
@@ -49,8 +45,15 @@ def _assert_same(a, b) -> None:
     assert a.meta.skipped == b.meta.skipped
 
 
+@pytest.mark.parametrize("parser", ["python", "compiled"])
 @pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "rocm_mi250_train.json.gz"])
-def test_streamed_load_equals_in_memory_load(corpus_dir, small_stream, name) -> None:
+def test_streamed_load_equals_in_memory_load(corpus_dir, small_stream, name, parser, monkeypatch) -> None:
+    """Streamed (args spilled to disk chunk by chunk) or in memory: the same profile, on each Kineto parser."""
+    from trntui.loaders.kineto.parser import _scan
+
+    if parser == "compiled" and _scan is None:
+        pytest.skip("the compiled Kineto parser is not built in this install")
+    monkeypatch.setenv("TRNTUI_KINETO_PARSER", parser)
     path = corpus_dir / name
     full = _load(path, "none")
     size = memory.json_size(path)
@@ -174,50 +177,7 @@ def test_neuron_export_over_budget_is_refused_before_reading(repo_dir, monkeypat
     assert _load(sample, "2G").meta.device_kind == "neuron"
 
 
-_TWO_PROCESS_CHILD = """
-import sys
-from pathlib import Path
-from tests import test_memory_budget as T
-from trntui import memory
-T.K._CHUNK_BYTES = 64 << 10  # the small_stream fixture's thresholds
-memory.STREAMED_FIXED_BYTES = 0
-memory.STREAMED_BYTES_PER_EVENT = 1
-T.PC._PARALLEL_MIN_BYTES = 0
-T.PC._PAR_CHUNK = 16 << 10
-forked = []
-real = T.P.decode_parallel
-T.P.decode_parallel = lambda *a: forked.append(r := real(*a)) or r
-path = Path(sys.argv[1])
-full = T._load(path, "none")
-forked.clear()
-streamed = T._load(path, int(memory.json_size(path) * memory.FULL_LOAD_FACTOR) - 1)
-assert forked and forked[0] is not None, "the two-process path did not run, or it failed"
-assert any("streamed to stay within the memory budget" in n for n in streamed.meta.notes)
-T._assert_same(full, streamed)
-print("same profile")
-"""
-
-
-@pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "rocm_mi250_train.json.gz"])
-def test_two_process_streamed_load_equals_in_memory_load(corpus_dir, repo_dir, name) -> None:
-    """Streamed with the forked decoder (pieces from both ends, one shared spill file): the same profile.
-
-    Run in a fresh interpreter: the decoder forks only a process with one thread, and a test process that
-    has used Dask (tests/test_ranks.py) keeps Dask's IO-loop and offload threads for good, so in a full run
-    the fork was (rightly) skipped and this test failed depending on the order tests ran in."""
-    child = subprocess.run(
-        [sys.executable, "-c", _TWO_PROCESS_CHILD, str(corpus_dir / name)],
-        cwd=repo_dir, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TRNTUI_KINETO_PARSER="python"),  # (the two-process decode is the Python path's)
-    )
-    assert child.returncode == 0, child.stderr[-3000:]
-    assert child.stdout.strip() == "same profile"
-
-
-def test_two_process_streamed_projection_refuses(corpus_dir, small_stream, monkeypatch, tmp_path) -> None:
-    monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")  # (the two-process decode is the Python path's)
-    monkeypatch.setattr(PC, "_PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(PC, "_PAR_CHUNK", 256 << 10)
+def test_streamed_projection_refuses_with_a_count_in_events(corpus_dir, small_stream, monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(memory, "STREAMED_BYTES_PER_EVENT", 10_000)
     plain = tmp_path / "cuda_ns_resolution_68k.json"  # plain: a gzip file would be refused while inflating
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))

@@ -70,12 +70,6 @@ PROGRESS_COMMANDS = ("summary", "overview", "compare", "ranks", "sql", "export")
 """Commands that print results: a long load draws a progress line on a terminal's stderr (the app shows its own)."""
 
 
-EARLY_COMMANDS = ("summary",)
-"""Commands whose arguments are parsed before numpy is imported, so that their `before_numpy(args)` (a parser
-default) runs first: `summary` forks its load's decoder there (trntui/loaders/kineto/early.py). Their arguments
-are checked without numpy but for --steps and --window (tests/test_early_decoder.py)."""
-
-
 class _Version(argparse.Action):
     """`trntui --version`: the version and which Kineto parser this install uses (compiled or Python)."""
 
@@ -99,9 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
-        early = sys.modules.get("trntui.loaders.kineto.early")
-        if early is not None:
-            early.cancel()  # a decoder child the command started and its load did not adopt (an error, Ctrl-C)
         restore_streams(streams)
 
 
@@ -115,7 +106,7 @@ def _main(argv: list[str] | None) -> int:
 
     argv_ = sys.argv[1:] if argv is None else argv
     word = _command_word(argv_)
-    if word in COMMAND_MODULES and word not in ("profile", *EARLY_COMMANDS):
+    if word in COMMAND_MODULES and word != "profile":
         # every command but `profile` (whose workload keeps its BLAS) reads traces with numpy; imported here,
         # before the arguments are parsed, because checking them can import it: numpy imported there would
         # start OpenBLAS's threads
@@ -123,15 +114,7 @@ def _main(argv: list[str] | None) -> int:
 
         settings.numpy_with_one_blas_thread()
     parser = build_parser(word)  # a known command: its parser only (no command or a typo: all, to list them)
-    if word not in EARLY_COMMANDS:
-        args = parser.parse_args(argv)  # a bad argument: one line naming it (commands/options.py), exit 2, no work
-    else:
-        from trntui import settings
-
-        with settings.one_blas_thread():  # (--steps' and --window's checks import numpy)
-            args = parser.parse_args(argv)
-            args.before_numpy(args)
-            settings.numpy_with_one_blas_thread()
+    args = parser.parse_args(argv)  # a bad argument: one line naming it (commands/options.py), exit 2, no work
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

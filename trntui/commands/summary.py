@@ -45,44 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_merge_option(p)
     add_no_cache_option(p)
     add_memory_budget_option(p)
-    p.set_defaults(func=run, before_numpy=start_decoder)
-
-
-def start_decoder(args: argparse.Namespace) -> None:
-    """Before numpy is imported (trntui/cli.py): fork the decoder child of a big plain trace's load now, so that it
-    decodes while this process imports numpy and the rest (trntui/loaders/kineto/early.py); the load adopts it."""
-    from pathlib import Path
-
-    from trntui.commands.options import load_options as options_of
-    from trntui.errors import TrntuiError
-    from trntui.loaders.kineto import early
-
-    try:
-        budget = options_of(args).budget  # the options the load gets (built once, here: before numpy)
-    except TrntuiError:
-        return  # the command says what is wrong with the value
-    early.start(Path(args.path), budget)
-
-
-def stop_early_decoder() -> None:
-    """The early decoder child (`start_decoder`) is of no use once the load is done (adopted, or a cache hit)."""
-    early = sys.modules.get("trntui.loaders.kineto.early")
-    if early is not None:
-        early.cancel()
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from trntui import prefetch
     from trntui.analysis.sort_keys import normalize_sort_key
     from trntui.errors import LoadError, TrntuiError
     from trntui.commands.options import load_options as options_of
     from trntui.session import find_runs, load_run
     from trntui.progress import finished
-
-    # used once a run is loaded: imported beside a forked decoder when the load has one (trntui/prefetch.py)
-    prefetch.after_load("trntui.analysis.key_averages", "trntui.report.summary")
 
     try:
         sort = normalize_sort_key(args.sort)
@@ -115,8 +88,6 @@ def run(args: argparse.Namespace) -> int:
         except LoadError as exc:
             skip(exc)
             continue
-        finally:
-            stop_early_decoder()
         subset = None
         if getattr(args, "steps", None) or getattr(args, "window", None):
             from trntui.analysis.select import select_events

@@ -14,8 +14,7 @@ from typing import Any
 __all__ = ["LoadOptions", "Run", "TraceFormat"]
 
 _LAZY = {"Run": "discover", "LoadOptions": "protocol", "TraceFormat": "protocol"}
-"""Imported on first use: `trntui summary` forks its decoder child (kineto/early.py) before it needs them (their
-dataclasses cost ~10 ms to create)."""
+"""Imported on first use (their dataclasses cost ~10 ms to create)."""
 
 
 def __getattr__(name: str) -> Any:

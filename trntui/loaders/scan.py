@@ -4,8 +4,7 @@ A trace may carry any amount of whitespace before, inside or after its JSON (a 2
 byte at a time in Python, and could not be cancelled). These scans look at 1 MiB at a time with numpy, report
 progress after each piece (so `LoadOptions.cancelled` stops them: trntui/progress.py), and give back the pages
 of a memory map once scanned (a streamed load must not hold the file in memory because it was scanned). numpy
-is imported only past the first bytes: the early decoder child (kineto/early.py) finds a normal file's edges
-without it.
+is imported only past the first bytes.
 """
 
 from __future__ import annotations

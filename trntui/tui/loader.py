@@ -1,11 +1,10 @@
 """The app's load of a big run, as fast as `trntui summary`: a loader process writes the parsed-profile cache, the
 app maps it.
 
-The app loads in a thread, and a process with threads must not fork, so in the app the Kineto decoder would run
-in one process while the CLI decodes in two (trntui/loaders/kineto/parallel.py). For a run the cache takes, the
+The app loads in a thread, and its process keeps the interpreter busy drawing; for a run the cache takes, the
 app starts a loader process instead: a fresh single-threaded interpreter that is sent the `LoadRequest` itself
 (trntui/request.py, over its stdin: the run is never looked for again there) and loads it the way the CLI does
-(two-process decode), writes the cache entry (profile + key_averages table), reports its progress on
+writes the cache entry (profile + key_averages table), reports its progress on
 stdout and exits. The two are pipelined: as soon as the profile's arrays are in the entry's temporary directory
 the loader says so (`PROFILE_WRITTEN`), the app reads them and builds the timeline's rows while the loader
 computes the key_averages table; once the entry is in place the app takes the table from it. The timeline's nesting and rows,

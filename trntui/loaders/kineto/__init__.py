@@ -10,9 +10,9 @@ One module per job:
 
 - `schema`: the event structs and their msgspec decoders.
 - `chunks`: chunk scanning of a valid trace (head + event array + tail, the array decoded chunk by chunk).
-- `pieces`: the event array's place in the document, its pieces and the two processes' claims on them (no numpy).
-- `parallel` / `wire`: the two-process decode of big event arrays and the frames its child writes (read in place);
-  `early`: that child forked when `trntui summary` starts, before numpy is imported (it never imports it).
+- `pieces`: the event array's place in the document and the buffer its pieces are decoded from.
+- `parser` / `compiled` / `_scan.c`: which parser a process uses, and the compiled column builder (one pass of
+  C over a piece's text into the same columns; built by `pip install` where a compiler is available).
 - `streaming`: memory-mapped input, args spilled to disk, the memory-budget projection (trntui/memory.py).
 - `columns`: decoded events → per-chunk numpy columns (`Part`), ids, link columns, µs → ns.
 - `merge`: parts → builder batches (metadata, intervals, B/E pairs, lanes); `flows`: flow binding;
@@ -33,8 +33,7 @@ __all__ = ["FORMAT", "Ev", "add_events", "decode_trace", "load_kineto", "load_ki
 
 _LAZY = {"FORMAT": "format", "Ev": "schema", "add_events": "load", "decode_trace": "tolerant", "load_kineto": "load",
          "load_kineto_into": "load"}
-"""The decoder is imported on first use: finding runs, or re-opening one from the cache, never pays for it (and
-`FORMAT` with its discovery: the early decoder child, kineto/early.py, is forked before it is needed)."""
+"""The decoder is imported on first use: finding runs, or re-opening one from the cache, never pays for it."""
 
 
 def __getattr__(name: str) -> Any:

@@ -1,19 +1,17 @@
 """Chunk scanning: decode a valid trace's event array chunk by chunk, never the whole document at once.
 
 The document is split as head + event array + tail: the array's end is found from the back (pieces.py),
-the array is cut at candidate event boundaries (`BOUNDARY`) and each chunk decoded on its own: by the compiled
-builder where it is in use, in this one process; on the Python path big arrays go to the two-process decoder
-(parallel.py). Anything unusual returns None, and the caller takes the whole-file
+the array is cut at candidate event boundaries (`BOUNDARY`) and each chunk decoded on its own, in this one
+process: by the compiled builder where it is in use (compiled.py), else by msgspec (a piece the builder leaves
+takes msgspec's decode too). Anything unusual returns None, and the caller takes the whole-file
 path with its fallbacks for damaged input (tolerant.py)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from trntui.loaders.kineto import pieces
 from trntui.loaders.kineto.columns import Part, clock_base, part_of
 from trntui.loaders.kineto.compiled import part_of_text as compiled_part
 from trntui.loaders.kineto.parser import enabled
@@ -63,17 +61,6 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
 
 
 def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part], dict[str, Any]] | None:
-    """`_decode_chunked`; an early decoder child (early.py) that this decode did not adopt is stopped now (it was
-    started for this file: whatever took another way has no use for it)."""
-    try:
-        return _decode_chunked(data, stream)
-    finally:
-        early = sys.modules.get("trntui.loaders.kineto.early")  # (imported where a command started one)
-        if early is not None:
-            early.cancel()
-
-
-def _decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part], dict[str, Any]] | None:
     """Decode a valid trace chunk by chunk into columns; None when anything is unusual (the caller then
     takes the whole-file path with its fallbacks for damaged input, which gives the same result).
 
@@ -93,13 +80,6 @@ def _decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part]
     base, _ = clock_base(top_meta)  # pieces put their times on the trace's ns clock as they are decoded
     view = memoryview(data)
     fast = compiled_part if enabled() else None
-    if fast is None and pieces.parallel_ok(e - a - 1):  # the compiled builder decodes in this one process
-        from trntui.loaders.kineto import parallel  # imports this module: imported here, not at the top
-
-        halves = parallel.decode_parallel(view[a + 1 : e], a + 1, n, stream, base)
-        if halves is not None:
-            report("decoding", n, n)
-            return halves, top_meta
     parts: list[Part] = []
     pos = 0
     linking = False  # once a row that links is seen, every later piece parses its link ids at once

@@ -4,7 +4,6 @@ memory budget (trntui/memory.py), falling back to the tolerant whole-file decode
 from __future__ import annotations
 
 import gc
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,16 +81,13 @@ def load_kineto_into(
 @contextmanager
 def _decoding(mapped: Any = None) -> Iterator[None]:
     """Around a decode and merge: the cyclic GC off (millions of small objects, none cyclic: it would rescan
-    them on every collection it triggers; measured: a 2M-event load took 2-3x longer), the memory map of the
-    file, if any, closed at the end, and the two-process decode's child reaped (it exits while the merge runs)."""
+    them on every collection it triggers; measured: a 2M-event load took 2-3x longer), and the memory map of the
+    file, if any, closed at the end."""
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        parallel = sys.modules.get("trntui.loaders.kineto.parallel")  # (imported by a two-process decode only)
-        if parallel is not None:
-            parallel.reap_decoders()  # the forked decoder has exited by now: its teardown overlapped the merge
         if gc_was_enabled:
             gc.enable()
         if mapped is not None:

@@ -1,4 +1,4 @@
-"""Which Kineto parser this process uses (no numpy: the early decoder's test, early.py, runs before it is imported).
+"""Which Kineto parser this process uses.
 
 `TRNTUI_KINETO_PARSER=python|compiled` forces a path (compiled without the extension built: an error naming the
 fix); the default is the compiled column builder (compiled.py) where `pip install` built it, else the Python path."""

@@ -1,17 +1,11 @@
-"""The event array and its pieces, without numpy: where the array is in the document, candidate event boundaries,
-the buffer a piece is decoded from, and the claims the two decoding processes make on the array.
-
-numpy-free because the early decoder child (early.py) uses all of it: it is forked before numpy is imported and
-never imports it."""
+"""The event array and its pieces: where the array is in the document, candidate event boundaries, and the buffer
+a piece is decoded from."""
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -19,7 +13,6 @@ import msgspec
 from trntui.loaders.kineto.schema import Ev, list_decoder, top_level_meta, top_raw_decoder
 from trntui.loaders.scan import first_non_space, last_non_space
 from trntui.progress import report
-from trntui.threads import threads_alive
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 """A candidate boundary between two events (may also match inside a string or nested args: a chunk cut
@@ -116,103 +109,3 @@ def array_span(data: Any) -> tuple[int, Iterator[tuple[int, dict[str, Any]]]] | 
         a = m.end() - 1
         return a, _array_ends(data, a, lo)
     return None
-
-
-_PARALLEL_MIN_BYTES = 64 << 20
-"""Event arrays this large are decoded by two processes (a forked child takes pieces from the back)."""
-
-
-def parallel_ok(size: int) -> bool:
-    if size < _PARALLEL_MIN_BYTES or not hasattr(os, "fork") or threads_alive():
-        return False  # forking a process with other threads is unsafe
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return cpus >= 2
-
-
-_PAR_CHUNK = 4 << 20
-"""Largest piece of the two-process decode."""
-
-_PAR_MIN = 512 << 10
-"""Smallest piece (unless `_PAR_CHUNK` is smaller): pieces shrink to a quarter of what is left, down to this, so
-that the two processes finish within a few ms of each other (with 4 MB pieces to the end, the one that finished
-first waited ~0-30 ms for the other's last piece on the 69 MB CPU trace)."""
-
-
-class Claims:
-    """Which bytes of the event array are taken, shared by the parent (from the front) and the child (from the
-    back) through an anonymous shared map; a one-byte token in a pipe is the lock. Each side cuts its next piece
-    where the part left is claimed (`take`)."""
-
-    OVER_BUDGET = 2
-    """`failed` value: a streamed load's projection went over the budget (`needed` holds the bytes)."""
-
-    LINKING = 7
-    """`view` slot: a row that links was seen (from then on both sides parse link ids at once: `part_of`)."""
-
-    TAKEN = 8
-    """`view` slot: how many pieces were claimed (every one must come back)."""
-
-    def __init__(self, inner: memoryview) -> None:
-        self.inner = inner
-        self.mem = mmap.mmap(-1, 128)
-        # front, back (what is left: inner[front:back]), failed, events, consumed bytes, needed bytes, projected
-        # events (those four: streamed), linking seen, pieces taken (the map starts zeroed)
-        self.view = memoryview(self.mem).cast("q")
-        self.view[1] = len(inner)
-        self.r, self.w = os.pipe()
-        os.write(self.w, b"x")
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        os.read(self.r, 1)
-        try:
-            yield
-        finally:
-            os.write(self.w, b"x")
-
-    def take(self, from_back: bool) -> tuple[int, int] | None:
-        """The next piece (start, end) for this side, cut at a candidate event boundary ~a quarter of what is left
-        (between `_PAR_MIN` and `_PAR_CHUNK` bytes) from this side's end of it; None when nothing is left (or the
-        other side failed)."""
-        with self.locked():
-            front, back, failed = self.view[:3].tolist()
-            if failed or front >= back:
-                return None
-            size = max(min(_PAR_CHUNK, (back - front) >> 2), min(_PAR_CHUNK, _PAR_MIN))
-            a, e = front, back  # the rest, when no boundary is left to cut at
-            if from_back:
-                m = BOUNDARY.search(self.inner, back - size, back) if back - size > front else None
-                if m is not None:
-                    a = m.end() - 1
-                self.view[1] = m.start() + 1 if m is not None else front
-            else:
-                m = BOUNDARY.search(self.inner, front + size, back) if front + size < back else None
-                if m is not None:
-                    e = m.start() + 1
-                self.view[0] = m.end() - 1 if m is not None else back
-            self.view[Claims.TAKEN] += 1
-            return a, e
-
-    def fail(self, why: int = 1) -> None:
-        if not self.view[2]:
-            self.view[2] = why
-
-    def close(self) -> None:
-        os.close(self.r)
-        os.close(self.w)
-
-
-def write_all(fd: int, buffers: list[Any]) -> None:
-    """Write every buffer, in order (a vectored write, continued after a partial one)."""
-    views = [memoryview(b).cast("B") for b in buffers if len(b)]
-    while views:
-        written = os.writev(fd, views[:512])
-        while written:
-            if written >= len(views[0]):
-                written -= len(views.pop(0))
-            else:
-                views[0] = views[0][written:]
-                written = 0

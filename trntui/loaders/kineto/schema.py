@@ -116,7 +116,7 @@ PH = _Codes({"X": 1, "i": 2, "I": 3, "B": 4, "E": 5, "M": 6, "s": 7, "f": 8, "t"
 ph_of, ts_of, dur_of, pid_of, tid_of = (attrgetter("ph"), attrgetter("ts"), attrgetter("dur"), attrgetter("pid"),
                                         attrgetter("tid"))
 cat_of, name_of, args_of, id_of = attrgetter("cat"), attrgetter("name"), attrgetter("args"), attrgetter("id")
-"""`Ev` field getters, shared by the column builders (columns.py; early.py's, which must not import numpy)."""
+"""`Ev` field getters, shared by the column builders (columns.py)."""
 
 _CODES = bytes(PH[chr(b)] for b in range(128)) + bytes(128)
 """One-letter ASCII phase → its code (`PH`; 0 for any other), a `bytes.translate` table."""

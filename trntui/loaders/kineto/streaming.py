@@ -27,7 +27,6 @@ from trntui.progress import report
 
 if TYPE_CHECKING:
     from trntui.loaders.kineto.columns import Part
-    from trntui.loaders.kineto.pieces import Claims
 
 _PIECE = 8 << 20
 
@@ -199,17 +198,11 @@ class ArgsSpill:
     def size(self) -> int:
         return int(self._end[0])
 
-    def put(self, store: ArgsStore, lock: Any = None) -> ArgsStore:
-        """Write `store`'s blob; the returned store's offsets point into the spill file. `lock()`: a context
-        manager that serialises the reservation with another process."""
+    def put(self, store: ArgsStore) -> ArgsStore:
+        """Write `store`'s blob; the returned store's offsets point into the spill file."""
         blob = store.blob
-        if lock is None:
-            base = self.size
-            self._end[0] = base + len(blob)
-        else:
-            with lock():
-                base = self.size
-                self._end[0] = base + len(blob)
+        base = self.size
+        self._end[0] = base + len(blob)
         at = base
         for piece in blob.blobs if isinstance(blob, Blobs) else [blob]:
             view = memoryview(piece).cast("B")
@@ -248,30 +241,12 @@ class Stream:
         self.projected = 0
 
     def after_chunk(self, part: Part, consumed: int) -> None:
-        """One process: the chunk ending at byte `consumed` is decoded."""
+        """The chunk ending at byte `consumed` is decoded."""
         if self.spill is not None:
             part.x.args = self.spill.put(part.x.args)
         self.events += part.n
         self._drop(0, consumed)
         self._check(self.events, consumed)
-
-    def after_piece(self, part: Part, a: int, e: int, claims: Claims) -> None:
-        """Two processes: the piece [a, e) is decoded; spill space and the counters are shared via `claims`."""
-        if self.spill is not None:
-            part.x.args = self.spill.put(part.x.args, claims.locked)
-        self._drop(a, e)
-        if self.budget is None:
-            return
-        with claims.locked():
-            claims.view[3] += part.n
-            claims.view[4] += e - a
-            events, consumed = claims.view[3:5].tolist()
-        try:
-            self._check(events, consumed)
-        except LoadError:
-            claims.view[5], claims.view[6] = self.needed, self.projected
-            claims.fail(claims.OVER_BUDGET)
-            raise
 
     def _drop(self, a: int, e: int) -> None:
         """Give back the pages of [a, e) of the mapped file (they are re-read from disk if ever touched)."""
@@ -289,8 +264,7 @@ class Stream:
 
         if self.budget is None:
             return
-        # the peak is the merge after the decode, in this process alone (a forked decoder has exited by then;
-        # during the decode both hold less: ~100 bytes per event decoded so far, plus one piece in the child)
+        # the peak is the merge after the decode (during the decode: ~100 bytes per event decoded so far)
         self.projected = int(events * len(self.data) / max(consumed, 1))
         self.needed = int(STREAMED_FIXED_BYTES + self.projected * STREAMED_BYTES_PER_EVENT)
         if self.needed > self.budget * (1.0 if final else 1.25):
