@@ -10,7 +10,7 @@ from textual.widgets import OptionList, Static
 
 from trntui.tui.app import TrntuiApp
 from trntui.tui.capture import screen_text
-from trntui.tui.keys import key_reference
+from trntui.tui.keys import key_reference, sections
 from trntui.tui.screens.error import ErrorScreen
 from trntui.tui.screens.help import HelpScreen
 from trntui.tui.screens.runs import RunPicker
@@ -69,7 +69,7 @@ async def test_help_screen_lists_every_key(corpus_dir):
         assert "  + / =                 Zoom in" in lines
         assert "  /                     Filter" in lines
         assert "  Enter                 Chain" in lines
-        for section, entries in key_reference():
+        for section, entries in key_reference(sections(TrntuiApp)):
             assert section in lines
             assert len(entries) >= 2
         await pilot.press("escape")

@@ -10,6 +10,7 @@ from textual.widget import Widget
 import trntui.tui.app as app_module
 import trntui.tui.panes as panes
 from trntui.tui.keys import key_reference
+from trntui.tui.keys import sections as explorer_sections
 from trntui.tui.messages import PaneTitleChanged
 from trntui.tui.panes import LoadedRun, Pane, PaneSpec
 
@@ -68,5 +69,5 @@ async def test_a_registered_pane_is_composed_shown_focused_and_documented(monkey
         assert pane.pokes == 1
         titles = [title for title, _, _ in app.palette_commands()]
         assert "Standin: Poke the stand-in" in titles
-        sections = dict(key_reference())
+        sections = dict(key_reference(explorer_sections(app_module.TrntuiApp)))
         assert ("x", "Poke the stand-in") in sections["Stand-in"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.text import Text
@@ -16,11 +16,12 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Input, LoadingIndicator, Static
+from textual.widgets import LoadingIndicator, Static
 from textual.worker import get_current_worker
 
 from trntui.textsafe import safe_text
-from trntui.tui.palette import ActionsProvider, NamesProvider
+from trntui.tui.app_actions import AppActions
+from trntui.tui.palette import ActionsProvider, NamesProvider, PaletteCommands
 from trntui.tui.messages import (
     DepthsReady, LoadCancelled, LoadFailed, LoadProgress, PaneTitleChanged, ProfileLoaded, ProfileShown, RunsFound,
 )
@@ -115,7 +116,7 @@ def describe(profile: "Profile", run_name: str, source: str) -> str:
     return " · ".join(p for p in parts if p)
 
 
-class TrntuiApp(TimelineRequests, App[None]):
+class TrntuiApp(AppActions, PaletteCommands, TimelineRequests, App[None]):
     """Find the hotspot, see it on the timeline, follow it down to the hardware — with the keyboard."""
 
     CSS_PATH = Path(__file__).with_name("trntui.tcss")
@@ -573,91 +574,6 @@ class TrntuiApp(TimelineRequests, App[None]):
         if message.control is self.chain:
             self.timeline.go_to_event(message.event)
 
-    # -- actions ---------------------------------------------------------------------------------
-    def action_help(self) -> None:
-        from trntui.tui.screens.help import HelpScreen
-
-        self.push_screen(HelpScreen())
-
-    def action_toggle_maximize(self) -> None:
-        screen = self.screen
-        if screen.maximized is not None:
-            screen.minimize()
-        elif screen.focused is not None:
-            target = screen.focused
-            if isinstance(target, Input):
-                target = self.ops
-            screen.maximize(target)
-
-    def action_escape(self) -> None:
-        # (Esc in the filter box clears it: RegexFilterInput's own binding)
-        if self.loading_now():
-            self.workers.cancel_group(self, "load")  # the worker stops at the loader's next chunk
-            self._info(f"{self.path.name} · cancelling the load…")
-            return
-        if self.screen.maximized is not None:
-            self.screen.minimize()
-
-    def action_interrupt(self) -> None:
-        """Ctrl-C: while a run loads, cancel the load (the worker stops at the loader's next chunk, `trntui open`
-        stops its loader process) and quit, as Esc then q would; otherwise Textual's hint (ctrl+q quits; in a
-        text box Ctrl-C copies)."""
-        if self.loading_now():
-            self.workers.cancel_group(self, "load")
-            self._info(f"{self.path.name} · cancelling the load…")
-            self.exit()
-            return
-        self.action_help_quit()
-
-    def loading_now(self) -> bool:
-        """Whether a load worker is running."""
-        return any(w.group == "load" and w.is_running for w in self.workers)
-
-    def action_pick_run(self) -> None:
-        from trntui.tui.screens.runs import RunPicker
-
-        if len(self.runs) <= 1:
-            self.notify("This path holds one run", severity="information")
-            return
-
-        def chosen(name: str | None) -> None:
-            if name is not None:
-                self.start_load(name)
-
-        self.push_screen(RunPicker([r.name for r in self.runs], self.run_name), chosen)
-
-    def action_focus_pane(self, pane: str) -> None:
-        self.query_one(f"#{pane}").focus()
-
-    def action_pane(self, pane: str, action: str) -> None:
-        """Focus `pane` and run one of its actions (palette entries)."""
-        widget = self.query_one(f"#{pane}")
-        widget.focus()
-        self.call_later(self.run_action, action, widget)
-
-    def action_sort(self, key: str) -> None:
-        self.ops.sort_by(key)
-
-    # -- command palette -------------------------------------------------------------------------
-    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
-        """(title, help, callback) for every action; the palette lists them."""
-        from trntui.tui.keys import _bindings, key_display
-
-        out: list[tuple[str, str, Callable[[], object]]] = []
-        for b in _bindings(type(self)):
-            if b.action in ("command_palette", "escape"):
-                continue
-            out.append((b.description, f"key: {key_display(b.key)}", lambda a=b.action: self.run_action(a)))
-        for spec in PANES:
-            for b in _bindings(spec.widget):
-                if b.action.startswith("sort_column("):
-                    continue
-                title = f"{spec.id.capitalize()}: {b.description}"
-                out.append((title, f"key: {key_display(b.key)}", lambda p=spec.id, a=b.action: self.action_pane(p, a)))
-        for k, col in enumerate(self.ops.columns):
-            out.append((f"Sort by {col.title}", f"key: {k + 1}", lambda key=col.key: self.action_sort(key)))
-        return out
-
     def show_event(self, event: int) -> None:
         """Put event `event` under the timeline cursor, highlighted, and chain it (screens call this when the
         user picks an event there, e.g. a kernel in the overview)."""
@@ -666,38 +582,6 @@ class TrntuiApp(TimelineRequests, App[None]):
         self.timeline.go_to_event(event)
         self.chain_event(event)
         self._titles()
-
-    def palette_names(self) -> list[tuple[str, str, Callable[[], object]]]:
-        """(title, help, callback) for every op of the table and the most frequent event names."""
-        if self.table is None or self.profile is None:
-            return []
-        cached = self.profile.cache.get(("palette_names", id(self.table)))
-        if cached is not None:
-            return cached
-        from trntui.tui.palette import MAX_EVENT_NAMES
-
-        out: list[tuple[str, str, Callable[[], object]]] = []
-        for row, name in enumerate(self.table.name):
-            device = self.table.device_type[row]
-            title = f"Op: {safe_text(name)}" + (f" [{device}]" if device != "CPU" else "")
-            calls = int(self.table.count[row])
-            out.append((title, f"{calls:,} call{'s' if calls != 1 else ''}: select it", lambda r=row: self.select_op(r)))
-        counts = np.bincount(self.profile.name, minlength=len(self.profile.names))
-        for name_id in np.argsort(-counts, kind="stable")[:MAX_EVENT_NAMES].tolist():
-            if counts[name_id] == 0:
-                break
-            name = self.profile.names[name_id]
-            out.append((f"Event: {safe_text(name)}", f"{int(counts[name_id]):,} events: find them on the timeline",
-                        lambda n=name: self.find_events(n)))
-        self.profile.cache[("palette_names", id(self.table))] = out
-        return out
-
-    def find_events(self, name: str) -> None:
-        """Search the timeline for events named exactly `name` and focus it."""
-        import re
-
-        self.timeline.focus()
-        self.timeline.search(f"^{re.escape(name)}$")
 
     def action_open_screen(self, screen_id: str) -> None:
         """Open one of the feature screens (`SCREENS`, trntui/tui/screens/__init__.py), e.g. compare."""

@@ -5,7 +5,7 @@ the text captures of the screens. Everything else in those files is hand-written
 
 Generated parts sit between markers:
 
-- `<!-- keys:begin ... -->` … `<!-- keys:end -->`: the key tables (`trntui.tui.keys.key_reference()`);
+- `<!-- keys:begin ... -->` … `<!-- keys:end -->`: the key tables (`trntui.tui.keys.key_reference(sections(TrntuiApp))`);
 - `<!-- capture: PATH [--run NAME] --size WxH [--keys K1,K2,...] -->` … `<!-- capture:end -->`: a fenced text
   capture of `trntui open PATH` run headless (`App.run_test`) at that size after pressing those keys (Textual key
   names; PATH relative to the repository).
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from trntui.tui.keys import key_reference
+from trntui.tui.app import TrntuiApp
+from trntui.tui.keys import key_reference, sections
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS_BEGIN = "<!-- keys:begin (generated from BINDINGS by python -m trntui.tui.docgen) -->"
@@ -37,7 +38,7 @@ DEFAULT_FILES = [REPO / "docs" / "tui.md", REPO / "README.md"]
 def keys_markdown() -> str:
     """The key list as Markdown tables, one per section: the explorer and its panes, then each feature screen."""
     out = [KEYS_BEGIN]
-    for section, entries in key_reference():
+    for section, entries in key_reference(sections(TrntuiApp)):
         out += ["", f"**{section}**", "", "| keys | action |", "| --- | --- |"]
         for keys, description in entries:
             cell = keys.replace("|", "\\|")
@@ -74,7 +75,6 @@ def captures(text: str) -> list[CaptureSpec]:
 
 async def capture(path: Path, run: str | None, size: tuple[int, int], keys: tuple[str, ...] | list[str]) -> str:
     """The screen as text after loading `path` and pressing `keys` (waiting for the app's workers after each)."""
-    from trntui.tui.app import TrntuiApp
     from trntui.tui.capture import screen_text
 
     app = TrntuiApp(path, run)

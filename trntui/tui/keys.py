@@ -1,4 +1,7 @@
-"""The key list, generated from the BINDINGS of the app and its panes (help screen, docs/tui.md)."""
+"""The key list, generated from the BINDINGS of the app and its panes (help screen, docs/tui.md).
+
+This module names no app and no screen: the app hands its class in (`sections(app_class)`), and the screens
+with a key list of their own (compare, ranks, device) build it from their classes with `key_reference`."""
 
 from __future__ import annotations
 
@@ -49,13 +52,13 @@ def _bindings(cls: type) -> list[Binding]:
     return out
 
 
-def sections() -> list[tuple[str, type]]:
-    """(title, class) of everything in the explorer that has keys, in the order the help lists them: the app, each
-    pane of `PANES` (trntui/tui/panes.py), then the screens of `SCREENS` (trntui/tui/screens/__init__.py)."""
-    from trntui.tui.app import TrntuiApp
+def sections(app_class: type) -> list[tuple[str, type]]:
+    """(title, class) of everything in the explorer that has keys, in the order the help lists them: the app
+    (`app_class`, the explorer's `TrntuiApp`), each pane of `PANES` (trntui/tui/panes.py), then the screens of
+    `SCREENS` (trntui/tui/screens/__init__.py)."""
     from trntui.tui.panes import PANES
 
-    return [("Everywhere", TrntuiApp), *[(spec.section, spec.widget) for spec in PANES], *screen_sections()]
+    return [("Everywhere", app_class), *[(spec.section, spec.widget) for spec in PANES], *screen_sections()]
 
 
 def screen_sections() -> list[tuple[str, type]]:
@@ -96,35 +99,16 @@ def _bound_keys(cls: type) -> frozenset[str]:
 
 
 def key_reference(
-    section_list: list[tuple[str, type]] | None = None, shadowing: type | None = None
+    section_list: list[tuple[str, type]], shadowing: type | None = None
 ) -> list[tuple[str, list[tuple[str, str]]]]:
-    """[(section, [(keys, description), ...]), ...] from the BINDINGS of `section_list` (default: the explorer's
-    `sections()`); sort-by-column keys are merged. With `shadowing` (a screen class), the "Everywhere" section
-    leaves out keys that screen binds itself (its binding wins)."""
+    """[(section, [(keys, description), ...]), ...] from the BINDINGS of `section_list` (the explorer's:
+    `sections(TrntuiApp)`); sort-by-column keys are merged. With `shadowing` (a screen class), the "Everywhere"
+    section leaves out keys that screen binds itself (its binding wins)."""
     out = []
     shadowed = _bound_keys(shadowing) if shadowing is not None else frozenset()
-    for title, cls in section_list if section_list is not None else sections():
+    for title, cls in section_list:
         entries = _entries(cls, shadowed if title == "Everywhere" else frozenset())
         if title == "Everywhere":
             entries.append(("Tab / shift+Tab", "Next / previous pane"))
         out.append((title, entries))
     return out
-
-
-def compare_key_reference(app_class: type | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
-    """The compare view's keys (`CompareScreen.BINDINGS`), then the keys of the app hosting it (`app_class`:
-    the explorer or `CompareApp`) that still work there."""
-    from trntui.tui.screens.compare import KEY_SECTIONS, CompareScreen
-
-    section_list: list[tuple[str, type]] = list(KEY_SECTIONS)
-    if app_class is not None:
-        section_list.append(("Everywhere", app_class))
-    return key_reference(section_list, shadowing=CompareScreen)
-
-
-def ranks_key_reference() -> list[tuple[str, list[tuple[str, str]]]]:
-    """The Ranks screen's keys (`RanksScreen` and its heatmap, trntui/tui/screens/ranks.py)."""
-    from trntui.tui.screens.ranks import RanksScreen
-    from trntui.tui.widgets.rank_heatmap import RankHeatmap
-
-    return key_reference([("Ranks screen", RanksScreen), ("Ranks heatmap", RankHeatmap)])

@@ -215,7 +215,6 @@ class CompareScreen(Screen[None]):
 
     def action_help(self) -> None:
         """`?`: this screen's keys, then the host app's (the explorer or `CompareApp`), from their BINDINGS."""
-        from trntui.tui.keys import compare_key_reference
         from trntui.tui.screens.help import HelpScreen
 
         self.app.push_screen(HelpScreen(compare_key_reference(type(self.app)), "trntui compare keys"))
@@ -442,3 +441,14 @@ def run_compare_app(runs: Sequence["ComparedRun"], *, paths: Sequence[str] = (),
     title = "trntui compare · " + " ".join(paths) if paths else "trntui compare"
     CompareApp(runs, by_shapes=by_shapes, title=title).run()
     return 0
+
+
+def compare_key_reference(app_class: type | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The compare view's keys (`CompareScreen.BINDINGS`), then the keys of the app hosting it (`app_class`:
+    the explorer or `CompareApp`) that still work there."""
+    from trntui.tui.keys import key_reference
+
+    section_list: list[tuple[str, type]] = list(KEY_SECTIONS)
+    if app_class is not None:
+        section_list.append(("Everywhere", app_class))
+    return key_reference(section_list, shadowing=CompareScreen)

@@ -10,17 +10,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from trntui.tui.keys import key_reference
-
 KeyReference = list[tuple[str, list[tuple[str, str]]]]
 
 
-def help_text(reference: KeyReference | None = None, title: str = "trntui keys") -> Text:
-    """The key list as styled text, one section per pane (default: the explorer's `key_reference()`)."""
+def help_text(reference: KeyReference, title: str = "trntui keys") -> Text:
+    """The key list as styled text, one section per pane (`reference`: trntui/tui/keys.py `key_reference`)."""
     text = Text()
     text.append(title, style="bold")
     text.append("   (esc, q or ? closes)\n")
-    for section, entries in reference if reference is not None else key_reference():
+    for section, entries in reference:
         text.append(f"\n{section}\n", style="bold underline")
         for keys, description in entries:
             text.append(f"  {keys:<22}", style="bold")
@@ -29,7 +27,8 @@ def help_text(reference: KeyReference | None = None, title: str = "trntui keys")
 
 
 class HelpScreen(ModalScreen[None]):
-    """A scrollable key list over the app: the explorer's keys, or `reference` (e.g. the compare view's)."""
+    """A scrollable key list over the app: `reference`, the explorer's keys or a screen's (e.g. the compare
+    view's)."""
 
     BINDINGS = [
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help-close"),
@@ -45,7 +44,7 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, reference: KeyReference | None = None, title: str = "trntui keys") -> None:
+    def __init__(self, reference: KeyReference, title: str = "trntui keys") -> None:
         super().__init__()
         self.reference = reference
         self.heading = title

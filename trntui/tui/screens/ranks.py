@@ -253,10 +253,10 @@ class RanksScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_help(self) -> None:
-        from trntui.tui.keys import ranks_key_reference
+        from trntui.tui.keys import key_reference
         from trntui.tui.screens.help import HelpScreen
 
-        self.app.push_screen(HelpScreen(ranks_key_reference(), "trntui ranks keys"))
+        self.app.push_screen(HelpScreen(key_reference(KEY_SECTIONS), "trntui ranks keys"))
 
 
 

@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -15,9 +14,12 @@ from textual.message import Message
 from textual.strip import Strip
 
 from trntui.analysis.surprises import MARK
-from trntui.report import format_time
 from trntui.tui.messages import PaneTitleChanged
-from trntui.tui.widgets.rows import Column, RowList, cursor_bindings, filter_pattern, fit
+from trntui.tui.widgets.op_columns import (
+    SPREAD_COLUMNS, format_cell, instance_spread, table_columns, table_csv, twin_suffixes,
+)
+from trntui.tui.widgets.op_table_draw import OpTableDrawing
+from trntui.tui.widgets.rows import Column, RowList, cursor_bindings, filter_pattern
 from trntui.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -26,101 +28,7 @@ if TYPE_CHECKING:
     from trntui.tui.messages import LoadedRun
 
 
-def table_columns(table: "OpTable") -> list[Column]:
-    """The columns present in the data, device columns labelled with the backend (Self CUDA, Self NEURON)."""
-    cols = [
-        Column("name", "Name", 0, numeric=False),
-        Column("count", "# Calls", 7),
-        Column("self_cpu_time_total", "Self CPU", 10),
-        Column("cpu_time_total", "CPU total", 10),
-    ]
-    if table.has_device:
-        dev = table.backend
-        cols += [
-            Column("self_device_time_total", f"Self {dev}", max(10, len(dev) + 6)),
-            Column("device_time_total", f"{dev} total", max(10, len(dev) + 7)),
-            Column("self_device_percent", f"% {dev}", max(8, len(dev) + 3)),
-        ]
-    return cols
-
-
-SPREAD_COLUMNS = (
-    Column("instance_min", "Min", 10),
-    Column("instance_avg", "Avg", 10),
-    Column("instance_max", "Max", 10),
-)
-"""Per-op instance durations (µs, like the other time columns), shown with `m`."""
-
-
-NAME_MIN = 32
-"""Columns give way (lowest priority first, never the sorted one) until the names get this many cells."""
-
-PRIORITY = (
-    "name", "self_device_time_total", "count", "self_device_percent", "self_cpu_time_total",
-    "instance_max", "instance_avg", "instance_min", "device_time_total", "cpu_time_total",
-)
-"""Which columns stay when the terminal is narrow, most important first."""
-
-
-def twin_suffixes(table: "OpTable") -> dict[int, str]:
-    """Rows whose name is also another row's (a GPU user annotation beside its CPU range): ` [CUDA]` after the
-    device-side one, so twin rows read differently."""
-    kinds: dict[str, set[str]] = {}
-    for name, device in zip(table.name, table.device_type):
-        kinds.setdefault(name, set()).add(device)
-    return {k: f" [{device}]" for k, (name, device) in enumerate(zip(table.name, table.device_type))
-            if device != "CPU" and len(kinds[name]) > 1}
-
-
-def instance_spread(table: "OpTable", profile: "Profile") -> dict[str, np.ndarray]:
-    """Per row: the shortest, mean and longest duration (µs) of the events merged into it (its instances)."""
-    sizes = np.array([len(e) for e in table.rows_events], np.int64)
-    out = {key: np.zeros(len(table)) for key in ("instance_min", "instance_avg", "instance_max")}
-    if sizes.sum() == 0:
-        return out
-    events = np.concatenate([np.asarray(e, np.int64) for e in table.rows_events])
-    dur = (profile.end[events] - profile.start[events]) / 1000.0
-    rows = np.nonzero(sizes)[0]
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])[rows]
-    out["instance_min"][rows] = np.minimum.reduceat(dur, offsets)
-    out["instance_max"][rows] = np.maximum.reduceat(dur, offsets)
-    out["instance_avg"][rows] = np.add.reduceat(dur, offsets) / sizes[rows]
-    return out
-
-
-def _format(table: "OpTable", key: str, k: int, extra: dict[str, np.ndarray] | None = None) -> str:
-    if key == "name":
-        return safe_text(table.name[k])
-    if key == "count":
-        return str(int(table.count[k]))
-    value = float(extra[key][k] if extra and key in extra else getattr(table, key)[k])
-    if key.endswith("percent"):
-        return f"{value:.2f}%"
-    return format_time(value)
-
-
-def table_csv(table: "OpTable", rows: np.ndarray, columns: list[Column], extra: dict[str, np.ndarray] | None) -> str:
-    """The table rows `rows` (in that order) as CSV with a header: name, device type, then `columns`' values
-    unformatted (times in µs, like torch's table); names are made safe for spreadsheets."""
-    import csv
-    import io
-
-    from trntui.textsafe import csv_safe
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    numeric = [c for c in columns if c.numeric]
-    writer.writerow(["name", "device_type", *[c.title for c in numeric]])
-    for k in rows.tolist():
-        values = []
-        for c in numeric:
-            v = extra[c.key][k] if extra and c.key in extra else getattr(table, c.key)[k]
-            values.append(int(v) if c.key == "count" else round(float(v), 3))
-        writer.writerow([csv_safe(table.name[k]), csv_safe(table.device_type[k]), *values])
-    return buf.getvalue()
-
-
-class OpTableView(RowList):
+class OpTableView(OpTableDrawing, RowList):
     """Sortable, filterable op table drawn line by line from the `OpTable` columns."""
 
     ALLOW_MAXIMIZE = True
@@ -446,7 +354,7 @@ class OpTableView(RowList):
             return column
         values = np.asarray(self._values(column.key))
         rows = (int(np.argmax(values)), int(np.argmin(values)))
-        widest = max(len(_format(self.table, column.key, k, self.spread)) for k in rows)
+        widest = max(len(format_cell(self.table, column.key, k, self.spread)) for k in rows)
         widest += column.key in self._marked_fields  # room for the MARK
         return column if widest <= column.width else replace(column, width=widest)
 
@@ -477,137 +385,3 @@ class OpTableView(RowList):
         if action == "sort_column" and parameters:
             return int(parameters[0]) < len(self.columns) or not self.columns
         return True
-
-    # -- rendering -------------------------------------------------------------------------------
-    def layout(self, width: int) -> list[tuple[int, int]]:
-        """(column index, cells) of the columns drawn at `width`: when the names would get fewer than
-        `NAME_MIN` cells, the least important columns give way (never the sorted one); the name column takes
-        what is left, so it widens with the terminal."""
-        key = (width, tuple(c.width for c in self.columns), self.sort_index, self.show_spread)
-        if self._columns_cache[0] == key:
-            return self._columns_cache[1]
-        shown = list(range(len(self.columns)))
-        order = PRIORITY
-        if self.show_spread:  # asked for with `m`: they stay before the others
-            order = ("name", "instance_min", "instance_avg", "instance_max", *[k for k in PRIORITY if not k.startswith("instance_") and k != "name"])
-        rank = {k: i for i, k in enumerate(order)}
-
-        def fixed() -> int:
-            return sum(self.columns[i].width + 1 for i in shown if self.columns[i].width)
-
-        droppable = sorted((i for i in shown if self.columns[i].width and i != self.sort_index),
-                           key=lambda i: -rank.get(self.columns[i].key, len(rank)))
-        while width - fixed() < NAME_MIN and droppable:
-            shown.remove(droppable.pop(0))
-        name_width = max(width - fixed(), 8)
-        out = [(i, self.columns[i].width or name_width) for i in shown]
-        self._columns_cache = (key, out)
-        return out
-
-    def _widths(self, width: int) -> list[int]:
-        return [w for _, w in self.layout(width)]
-
-    @property
-    def hidden_columns(self) -> list[str]:
-        """Titles of the columns that gave way at the current width."""
-        shown = {i for i, _ in self.layout(self.size.width or 80)}
-        return [c.title for i, c in enumerate(self.columns) if i not in shown]
-
-    def action_scroll_names(self, delta: int) -> None:
-        """Scroll every name horizontally (the other columns stay put)."""
-        if self.table is None:
-            return
-        longest = max((len(n) for n in self.table.name), default=0)
-        self.name_offset = max(0, min(self.name_offset + delta, max(longest - 8, 0)))
-        self._cache.clear()
-        self.refresh()
-
-    def _name_cell(self, k: int, width: int = 0) -> str:
-        text = safe_text(self.table.name[k]) + self.twins.get(k, "")
-        if self.name_offset:
-            text = "…" + text[self.name_offset + 1 :] if len(text) > self.name_offset else ""
-        elif width and len(text) > width:
-            text = self._short_names(width).get(k, text)
-        return text
-
-    def _short_names(self, width: int) -> dict[int, str]:
-        """Row → its name shortened to `width` cells (`report.format.short_names`: template arguments elided,
-        what tells the names apart kept), for the rows whose names are longer; `f` shows a name in full."""
-        if self._short[0] != (width, self._version_table):
-            from trntui.report.format import short_names
-
-            full = [safe_text(n) + self.twins.get(k, "") for k, n in enumerate(self.table.name)]
-            short = short_names(full, width)  # all of them: a short name must not read as another's whole name
-            self._short = ((width, self._version_table), {k: s for k, s in enumerate(short) if len(full[k]) > width})
-        return self._short[1]
-
-    def _styles(self) -> dict[str, Style]:
-        """Widget and component styles, computed once per theme and focus state (`rich_style` walks the DOM)."""
-        key = (self.app.theme, self.has_focus)
-        if self._style_cache[0] != key:
-            base = self.rich_style
-            styles = {"base": base}
-            for part in ("header", "cursor", "selected"):
-                styles[part] = base + self.get_component_rich_style(f"op-table--{part}")
-            styles["selected-cursor"] = styles["selected"] + self.get_component_rich_style("op-table--cursor")
-            self._style_cache = (key, styles)
-        return self._style_cache[1]
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._style_cache = (None, {})
-        self._cache.clear()
-
-    def _line(self, cells: list[str], style: Style) -> Strip:
-        return Strip([Segment(" ".join(cells), style)])
-
-    def _header(self, width: int) -> Strip:
-        cells = []
-        for i, w in self.layout(width):
-            col = self.columns[i]
-            title = col.title
-            if i == self.sort_index:
-                title = f"{title}{'↓' if self.descending else '↑'}"
-            cells.append(fit(title, w, col.numeric))
-        styles = self._styles()
-        return self._line(cells, styles["header"]).crop_extend(0, width, styles["base"])
-
-    def _render_row(self, position: int, width: int) -> Strip:
-        table = self.table
-        styles = self._styles()
-        if table is None or position >= len(self.view):
-            return Strip.blank(width, styles["base"])
-        k = int(self.view[position])
-        cells = []
-        for i, w in self.layout(width):
-            c = self.columns[i]
-            text = self._name_cell(k, w) if c.key == "name" else _format(table, c.key, k, self.spread)
-            if c.key in self._marked_fields:
-                text += MARK if (k, c.key) in self.marks else " "
-            cells.append(fit(text, w, c.numeric))
-        role = "selected" if k == self.selected_row else "base"
-        if position == self.cursor:
-            role = "selected-cursor" if role == "selected" else "cursor"
-        style = styles[role]
-        return self._line(cells, style).crop_extend(0, width, style)
-
-    def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width or self.size.width
-        if self.table is None:
-            base = self._styles()["base"]
-            text = "no profile loaded" if y == 0 else ""
-            return Strip([Segment(text, base)]).crop_extend(0, width, base)
-        if y == 0:
-            return self._header(width)
-        position = self.row_at(y)
-        focused = self.has_focus
-        key = (position, position == self.cursor, focused, width, self._version, self.selected_row)
-        strip = self._cache.get(key)
-        if strip is None:
-            strip = self._render_row(position, width)
-            self._cache[key] = strip
-        return strip
-
-    def resized(self) -> None:
-        self._cache.clear()
-        self.post_message(PaneTitleChanged(self))
