@@ -9,7 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import trntui
 from trntui import cache, session
+from trntui.cache import keys as cache_keys
+from trntui.model.args import ArgsStore
 from trntui.analysis.key_averages import key_averages
 from trntui.session import find_runs, load_run
 
@@ -122,7 +125,7 @@ def test_corrupt_entry_is_a_miss(cache_env, trace):
 
 def test_args_store_roundtrip():
     raws = [b'{"a": 1}', None, b"{}", None]
-    store = cache.ArgsStore.from_raw(raws)
+    store = ArgsStore.from_raw(raws)
     assert len(store) == 4
     assert [store[i] for i in range(4)] == raws
     assert store[-2] == b"{}"
@@ -222,7 +225,7 @@ def test_an_entry_made_by_other_code_is_a_miss(cache_env, trace, monkeypatch):
     keyed by the code that made it (path, size, mtime of every module), so any change to it is a miss."""
     load_run(_run(trace))
     assert session.cached(_run(trace)) is not None
-    monkeypatch.setattr(cache, "_CODE", ["another build of trntui"])
+    monkeypatch.setattr(cache_keys, "_CODE", ["another build of trntui"])
     assert session.cached(_run(trace)) is None
     load_run(_run(trace))  # the entry is rewritten under this code's stamp
     assert session.cached(_run(trace)) is not None
@@ -243,4 +246,4 @@ def test_the_code_stamp_changes_with_any_module(tmp_path):
     st = mod.stat()
     os.utime(mod, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert cache.tree_stamp(pkg) != first
-    assert cache.code_stamp() == cache.tree_stamp(Path(cache.__file__).resolve().parent)
+    assert cache.code_stamp() == cache.tree_stamp(Path(trntui.__file__).resolve().parent)

@@ -93,7 +93,7 @@ def file_calls() -> list[tuple[str, str, str, int]]:
 
 OWN_TEMP = "a file or directory trntui just created itself (mkstemp/mkdtemp/O_EXCL), in a directory of its own"
 CACHE = ("the parsed-profile cache's own entries: written into a mkdtemp directory and renamed into place; read "
-         "back with cache._open_regular (O_NONBLOCK, O_NOFOLLOW, fstat S_ISREG), so a FIFO or a link in an entry "
+         "back with cache.keys._open_regular (O_NONBLOCK, O_NOFOLLOW, fstat S_ISREG), so a FIFO or a link in an entry "
          "is refused")
 CAPTURE = ("a capture directory trntui creates (`profile --out`): only what trntui made is removed "
            "(runner.owned_problems / remove_owned, issue 28 class 1, tests/test_capture_data_loss.py)")
@@ -101,22 +101,22 @@ PROC = "a kernel file (/proc, /dev/shm, os.devnull) or an inherited pipe fd, nev
 
 ALLOWED: dict[tuple[str, str, str], str] = {
     # the parsed-profile cache
-    ("trntui/cache.py", "_open_regular", "os.open"): CACHE,
-    ("trntui/cache.py", "store", "final.parent.mkdir"): CACHE,
-    ("trntui/cache.py", "store", "tempfile.mkdtemp"): CACHE,
-    ("trntui/cache.py", "store", "os.replace"): CACHE,
-    ("trntui/cache.py", "load_derived", "zipfile.ZipFile"): CACHE + " (ZipFile reads the fd opened so)",
-    ("trntui/cache.py", "_write_meta", "(d / f'.{name}').write_bytes"): CACHE,
-    ("trntui/cache.py", "_write_meta", "os.replace"): CACHE,
-    ("trntui/cache.py", "_write_entry.save", "np.save"): CACHE,
-    ("trntui/cache.py", "_write_entry", "open"): CACHE,
-    ("trntui/cache.py", "_write_entry", "np.save"): CACHE,
-    ("trntui/cache.py", "discard_entry", "os.unlink"): CACHE,
-    ("trntui/cache.py", "load_derived", "os.unlink"): CACHE,
-    ("trntui/cache.py", "save_derived", "tempfile.mkstemp"): CACHE,
-    ("trntui/cache.py", "save_derived", "np.savez"): CACHE,
-    ("trntui/cache.py", "save_derived", "os.replace"): CACHE,
-    ("trntui/cache.py", "save_derived", "os.unlink"): CACHE,
+    ("trntui/cache/derived.py", "load_derived", "os.unlink"): CACHE,
+    ("trntui/cache/derived.py", "load_derived", "zipfile.ZipFile"): CACHE + " (ZipFile reads the fd opened so)",
+    ("trntui/cache/derived.py", "save_derived", "np.savez"): CACHE,
+    ("trntui/cache/derived.py", "save_derived", "os.replace"): CACHE,
+    ("trntui/cache/derived.py", "save_derived", "os.unlink"): CACHE,
+    ("trntui/cache/derived.py", "save_derived", "tempfile.mkstemp"): CACHE,
+    ("trntui/cache/keys.py", "_open_regular", "os.open"): CACHE,
+    ("trntui/cache/read.py", "discard_entry", "os.unlink"): CACHE,
+    ("trntui/cache/write.py", "_write_entry", "np.save"): CACHE,
+    ("trntui/cache/write.py", "_write_entry", "open"): CACHE,
+    ("trntui/cache/write.py", "_write_entry.save", "np.save"): CACHE,
+    ("trntui/cache/write.py", "_write_meta", "(d / f'.{name}').write_bytes"): CACHE,
+    ("trntui/cache/write.py", "_write_meta", "os.replace"): CACHE,
+    ("trntui/cache/write.py", "store", "final.parent.mkdir"): CACHE,
+    ("trntui/cache/write.py", "store", "os.replace"): CACHE,
+    ("trntui/cache/write.py", "store", "tempfile.mkdtemp"): CACHE,
     # capture (issue 28 class 1's rules)
     ("trntui/capture/runner.py", "check_writable", "tempfile.mkstemp"): CAPTURE + "; a probe file of its own",
     ("trntui/capture/runner.py", "check_writable", "os.unlink"): CAPTURE + "; the probe file it made",
@@ -208,7 +208,7 @@ def test_the_allow_list_has_no_stale_entries() -> None:
 def test_the_walk_finds_what_it_must() -> None:
     """The detector itself: each kind of call is seen (a walk that found nothing would pass the test above)."""
     calls = {(rel, callee) for rel, _, callee, _ in file_calls()}
-    assert ("trntui/cache.py", "np.save") in calls and ("trntui/report/ranks.py", "pq.write_table") in calls
+    assert ("trntui/cache/write.py", "np.save") in calls and ("trntui/report/ranks.py", "pq.write_table") in calls
     assert ("trntui/capture/runner.py", "tmp.write_text") in calls and ("trntui/memory.py", "open") in calls
     assert ("trntui/capture/runner.py", "os.replace") in calls
     probe = ast.parse("Path(p).write_text('x'); os.replace(a, b); shutil.rmtree(d); p.open('rb'); p.replace(q);"

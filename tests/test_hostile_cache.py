@@ -182,7 +182,7 @@ def test_forged_percentages_are_never_printed(tmp_path, cache_env, capsys) -> No
 # ------------------------------------------------------------------------------------------------------
 _SLOW_WRITE = """
 import os, sys, time
-import trntui.cache as c
+import trntui.cache.write as c
 real = c._write_entry
 def slow(d, *a, **k):
     real(d, *a, **k)
@@ -237,13 +237,14 @@ def test_interrupted_cache_write_leaves_nothing(sig, tmp_path) -> None:
 
 def test_stale_temporaries_are_pruned_by_their_writers_liveness(tmp_path, cache_env, capsys) -> None:
     from trntui import cache
+    import trntui.cache.write
 
     cache_env.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        host = cache._host()
+        host = cache.write._host()
         gone = cache_env / f".tmp-{host}-{dead.pid}-abc"
         live = cache_env / f".tmp-{host}-{alive.pid}-def"
         other_host = cache_env / f".tmp-otherhost-{dead.pid}-ghi"

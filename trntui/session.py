@@ -1,6 +1,6 @@
 """Loading a run: the one use-case every shell (CLI commands, the app, bench) calls.
 
-`load_run(run, options)` = the parsed-profile cache (trntui/cache.py) when it holds the run, else the run's
+`load_run(run, options)` = the parsed-profile cache (trntui/cache/) when it holds the run, else the run's
 format reads it (trntui/formats.py) and, when the run is worth caching, the profile and its default key_averages
 table are written to the cache. The options are explicit (`LoadOptions`); without them they come from the
 documented user variables, read here, once per call (trntui/settings.py).
@@ -52,7 +52,7 @@ def load_run(
             if hit is not None:
                 return hit
         # the inputs' identity is taken BEFORE they are read: a file replaced during the load (a new capture
-        # landing) is then never cached under the new file's identity (trntui/cache.py)
+        # landing) is then never cached under the new file's identity (trntui/cache/)
         before = profile_cache.stamp(inputs) if use_cache and inputs else None
         profile = read_run(run, options)
         if use_cache:
@@ -110,7 +110,7 @@ def with_records(profile: Profile, records: dict[str, Any]) -> bool:
 
 def _table_record(table: Any) -> dict[str, Any]:
     """The default key_averages table as a cache record: its array fields as arrays, `rows_events` as one array
-    plus offsets, every other field as JSON (whatever fields the table has: cache.py stores it as given)."""
+    plus offsets, every other field as JSON (whatever fields the table has: trntui/cache/ stores it as given)."""
     import dataclasses
 
     import numpy as np

@@ -211,7 +211,7 @@ def load_options(args: argparse.Namespace) -> Any:
 
 
 def add_no_cache_option(p: argparse.ArgumentParser) -> None:
-    """`--no-cache` for commands that load traces (trntui/cache.py)."""
+    """`--no-cache` for commands that load traces (trntui/cache/)."""
     p.add_argument(
         "--no-cache",
         action="store_true",

@@ -41,7 +41,7 @@ class LoadOptions:
     memory_budget: int | str | None = "auto"
     """Bytes a load may use; None: no limit; "auto": 80% of the memory available when the load starts."""
     cache: bool = True
-    """Read and write the parsed-profile cache (trntui/cache.py) for runs that are worth it."""
+    """Read and write the parsed-profile cache (trntui/cache/) for runs that are worth it."""
     cache_dir: Path | None = None
     """The cache directory: parsed profiles, spill files of streamed loads, Neuron conversions. None: the
     parsed-profile cache is off and scratch files go to the system's temporary directory."""
