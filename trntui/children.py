@@ -13,7 +13,10 @@ process, the capture child of `trntui profile`, a Neuron converter) follows thre
   still its parent, since the parent may have died before the call); where there is no such call, a daemon thread
   polls the parent's process id instead. A child that runs someone else's program (a converter, a workload) runs
   in a process group of its own, killed as a whole when it finishes, times out or trntui is interrupted
-  (`kill_group`), so a background process it left behind (`sleep 600 &`) goes with it.
+  (`kill_group`), so a background process it left behind (`sleep 600 &`) goes with it. So that this holds also
+  when trntui is killed outright (SIGKILL leaves no time to end anything), such a program is started under a
+  guard of trntui's (`guarded`): a small Python process that leads the group, runs the program as its child and
+  has the parent-death signal; when trntui dies the kernel signals the guard, which kills its whole group.
 - **A death is reported with its cause.** `death_reason` turns an exit status into what the OS said (the
   signal's name, or the exit code) and, where the child's error output is at hand, its last exception line.
 """
@@ -25,7 +28,7 @@ import os
 import re
 import signal
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 SAFE_PATH_MARK = "TRNTUI_SET_PYTHONSAFEPATH"
 """Set beside `PYTHONSAFEPATH=1` when trntui added it (not the user): the child removes both (`started`)."""
@@ -101,7 +104,7 @@ def _pdeathsig(sig: int) -> bool:
         return False
 
 
-def _watchdog(parent: int) -> None:
+def _watchdog(parent: int, on_death: "Callable[[], None] | None" = None) -> None:
     import threading
 
     def watch() -> None:
@@ -109,9 +112,73 @@ def _watchdog(parent: int) -> None:
 
         while os.getppid() == parent:
             time.sleep(WATCHDOG_POLL_S)
+        if on_death is not None:
+            on_death()
         os._exit(1)
 
     threading.Thread(target=watch, name="trntui-parent-watchdog", daemon=True).start()
+
+
+GUARD_SIGNAL = signal.SIGUSR1
+"""The parent-death signal of a guard (`guard`): not SIGTERM, which trntui sends the whole group to stop a
+program gracefully (the guard then waits for the program as before)."""
+
+
+def guarded(argv: "list[str]") -> "list[str]":
+    """The command line that runs `argv`, someone else's program, under a guard (`guard`). Start it with
+    `start_new_session=True` (the guard leads the group) and `env=python_env(parent=True)`; the program sees the
+    environment without trntui's marks, inherits the standard streams and the working directory, and the guard
+    exits with its status (or dies of its signal)."""
+    from pathlib import Path
+
+    package_parent = str(Path(__file__).resolve().parents[1])
+    code = (f"import sys; sys.path.insert(0, {package_parent!r}); from trntui.children import guard; "
+            "guard(sys.argv[1:])")
+    return [sys.executable, "-c", code, *argv]
+
+
+def guard(argv: "list[str]") -> None:
+    """The guard's body (`guarded`): armed to kill its process group when its parent (trntui) dies, then runs
+    `argv` as its child and ends as the child did. Never returns."""
+    import subprocess
+
+    expected = os.environ.get(PARENT_PID)
+    started(die=False)
+    parent = int(expected) if expected and expected.isdigit() else os.getppid()
+
+    def end_group() -> None:
+        kill_group(os.getpgrp(), signal.SIGKILL)  # the program, what it left in the group, and this guard
+        os._exit(1)
+
+    def on_guard_signal(_sig: int, _frame: object) -> None:
+        if os.getppid() != parent:
+            end_group()
+        # not a parent death (the thread that started us ended, or someone sent the signal): watch instead
+        _watchdog(parent, end_group)
+
+    signal.signal(GUARD_SIGNAL, on_guard_signal)
+    signal.signal(signal.SIGTERM, lambda _s, _f: None)  # trntui's graceful stop is for the program: wait for it
+    armed = _pdeathsig(GUARD_SIGNAL)
+    if os.getppid() != parent:
+        end_group()  # trntui died before the kernel could be asked to tell us
+    if not armed:
+        _watchdog(parent, end_group)
+    try:
+        proc = subprocess.Popen(argv)
+    except OSError as exc:
+        print(f"could not start {argv[0] if argv else 'nothing'}: {exc.strerror or exc}", file=sys.stderr,
+              flush=True)
+        os._exit(127)
+    while True:
+        try:
+            rc = proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue
+    if rc < 0:
+        signal.signal(-rc, signal.SIG_DFL)
+        os.kill(os.getpid(), -rc)
+    os._exit(rc & 0xFF if rc >= 0 else 1)
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

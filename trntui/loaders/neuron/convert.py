@@ -10,7 +10,8 @@ for `view --help` and tries the documented non-interactive routes the installed 
    (versions that stop with `FATA Missing --display-name`);
 3. route 1 with `--disable-ui --force` (versions whose `view` starts the UI server: "ctrl-c to exit").
 
-Every run has stdin closed, its own process group, a working directory inside the cache (Explorer drops stray
+Every run has stdin closed, its own process group (led by trntui's guard, which kills the group when trntui
+dies, even of SIGKILL: trntui/children.py), a working directory inside the cache (Explorer drops stray
 files into its CWD), and one overall timeout (`LoadOptions.convert_timeout`, `--convert-timeout`, default a few
 minutes); a tool that announces its UI server is stopped at once. A route that fails, times out or leaves an
 unreadable or partial export is discarded (nothing half-written is kept). When no route works, trace.json loads
@@ -175,12 +176,16 @@ def manual_command(session_dir: Path, help_text: str = "") -> str:
 
 def _run(argv: list[str], cwd: Path, log_path: Path, timeout: float, say: Callable[[str], None]) -> tuple[int | None, str, str]:
     """Run `argv` with stdin closed in its own process group; (exit code or None, output tail, why it was
-    stopped). Stopped at the deadline, or at once when it announces a UI server."""
+    stopped). Stopped at the deadline, or at once when it announces a UI server. The group is led by trntui's
+    guard (`children.guarded`), which kills it when trntui dies, even of SIGKILL."""
+    from trntui import children
+
     t0 = time.monotonic()
     with fsio.create_new(log_path) as log:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(children.guarded(argv), cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env=children.python_env(parent=True))
         except OSError as exc:
             return None, "", f"could not start: {exc}"
         last = t0
