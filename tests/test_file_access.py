@@ -179,7 +179,7 @@ FSIO_ROUTED_LIBRARY_OPENS: dict[tuple[str, str, str], str] = {
     ("trntui/loaders/neuron/parquet.py", "_text_bytes", "pq.ParquetFile"): "table_files, or fsio.is_regular",
     ("trntui/loaders/neuron/parquet.py", "_check_budget", "pq.ParquetFile"): "files from table_files",
     ("trntui/loaders/neuron/convert.py", "export_problem", "pq.ParquetFile"): "files from table_files",
-    ("trntui/loaders/neuron/discover.py", "_export_pids", "pq.read_table"): "files from table_files",
+    ("trntui/loaders/neuron/discover/scan.py", "_export_pids", "pq.read_table"): "files from table_files",
     ("trntui/loaders/neuron_device/reader.py", "file_columns", "pq.ParquetFile"): "fsio.check_regular just before",
     ("trntui/loaders/neuron_device/reader.py", "row_count", "pq.ParquetFile"): "fsio.check_regular just before",
     ("trntui/loaders/neuron_device/reader.py", "read_table", "pq.read_table"): "files from table_files",

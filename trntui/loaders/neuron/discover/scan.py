@@ -1,194 +1,33 @@
-"""Find Neuron profiles under a path: capture sessions, ranks, framework traces, converted exports, NEFF/NTFF.
-
-Layouts handled (neuron-formats.md §3): TorchNeuron `profile_output/<instance>_pid_<pid>/<timestamp>/`, the same
-without the `<timestamp>` level (`neuron-explorer inspect`, env-var captures), vLLM's `neuron_profiles/` with a
-sibling `neffs/`, several ranks (one `_pid_` dir each), framework traces named `trace.json`, `pytorch_trace.json`,
-`neuron_trace.json` or `neuron_framework_trace_rank_<N>.json` (in the timestamp dir or its `_pid_` parent),
-Explorer exports (`<Table>*.parquet` directories, `system_profile.json`) inside a session or beside it.
-
-`find_neuron_runs(path)` returns one `Run` per session (rank), named like `rank0 (i-abc_pid_123)`, whose `source` (a
-`NeuronSource`: plain data) says what to read besides its framework trace: its export, or its raw `.pb`/`.ntff` files
-to convert, and mapping files (trntui/loaders/neuron/format.py reads them). It returns [] when the path holds no
-Neuron evidence, so the generic trace walk runs instead. `scan(path)` gives the full picture for
-`trntui info`. Nothing here writes to the profile directory.
-
-Built from the documentation only (no Trainium hardware was available); unknown layouts fall back to "any
-directory holding Neuron files is a session".
-"""
+"""Walking a directory into a `Layout`: the classified files (depth-limited, regular files only), the exports,
+the sessions and the framework traces, exports and mapping files they take, their ranks and names, and what is
+missing or suspicious in each (reported by `trntui info`, never fatal)."""
 
 from __future__ import annotations
 
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trntui.errors import LoadError
-from trntui.loaders.discover import MANIFEST, Run, capture_order, read_manifest
-from trntui.loaders.kineto.discover import is_chrome_trace
-
-SESSION_RX = re.compile(r"(?P<inst>i-[0-9a-f]+|[A-Za-z0-9][A-Za-z0-9.-]*?)_pid_(?P<pid>\d+)")
-RANK_TRACE_RX = re.compile(r"neuron_framework_trace_rank_(\d+)\.json(\.gz)?")
-NEFF_RX = re.compile(r"neff_(?P<hash>[0-9A-Za-z]+)(?:_vnc_(?P<vnc>\d+))?\.neff|graph_(?P<graph>[0-9A-Za-z]+)\.neff")
-"""NEFF names; the hash is usually a number but need not be (a NEFF is any `*.neff`)."""
-NTFF_RX = re.compile(
-    r"(?P<hash>[0-9A-Za-z]+)_instid_(?P<inst>\d+)_vnc_(?P<vnc>\d+)\.ntff"
-    r"|(?P<hash2>[0-9A-Za-z]+)_vnc_(?P<vnc2>\d+)\.ntff"
-    r"|profile_nc_(?P<nc>\d+)_session_(?P<session>\d+)\.ntff"
-    r"|profile(?:_rank_(?P<rank>\d+)|_exec_(?P<exec>\d+))?\.ntff"
+from trntui.loaders.neuron.discover.layout import (
+    MAX_DEPTH,
+    NEFF_CACHE_DIR,
+    NEFF_RX,
+    NTFF_RX,
+    SESSION_RX,
+    Export,
+    FileInfo,
+    Layout,
+    Session,
+    _framework_rank,
+    _pick_framework,
+    _trace_pid,
+    _under,
+    classify,
 )
-NEFF_CACHE_DIR = "neff_cache"
-"""Where `trntui profile` points torch-neuronx's NEFF cache inside a variant (trntui/capture/neuron.py)."""
-MAPPING_RX = re.compile(r"framework_mapping_\d{8}_\d{6}_\d{3}\.json")
-PB_FILES = {"ntrace.pb": "system trace", "trace_info.pb": "system trace metadata", "cpu_util.pb": "host CPU samples",
-            "host_mem.pb": "host memory samples"}
-FRAMEWORK_PRIORITY = ("trace.json", "trace.json.gz", "neuron_framework_trace_rank_", "pytorch_trace.json", "neuron_trace.json")
-MAX_DEPTH = 8
-
-CONVERT_HINT = "neuron-explorer view -d {dir} --output-format parquet --output-file {out}"
 
 
-@dataclass
-class FileInfo:
-    path: Path
-    kind: str
-    """framework trace | system trace | ... | parquet export | json export | neff | ntff | mapping | other."""
-    size: int
-    readable: bool
-    """Whether trntui reads it directly (protobuf / NTFF / NEFF need a conversion)."""
-    note: str = ""
-
-
-@dataclass
-class Export:
-    path: Path
-    format: str  # "parquet" | "json"
-    size: int = 0
-
-
-@dataclass
-class Session:
-    """One capture session: a `<instance>_pid_<pid>[/<timestamp>]` directory (or a directory of Neuron files)."""
-
-    dir: Path
-    instance: str = ""
-    pid: int | None = None
-    timestamp: str = ""
-    pid_dir: Path | None = None
-    files: list[FileInfo] = field(default_factory=list)
-    framework: list[Path] = field(default_factory=list)
-    exports: list[Export] = field(default_factory=list)
-    neff_dirs: list[Path] = field(default_factory=list)
-    rank: int | None = None
-    rank_source: str = ""
-    name: str = ""
-    problems: list[str] = field(default_factory=list)
-    pairs: list[tuple[str, str]] = field(default_factory=list)
-    """(NTFF name, NEFF name) pairs matched by the shared numeric hash."""
-
-    def has(self, kind: str) -> bool:
-        return any(f.kind == kind for f in self.files)
-
-    @property
-    def raw(self) -> bool:
-        """Holds protobuf system-trace or NTFF files (needs a conversion to be read)."""
-        return any(f.kind in ("system trace", "ntff") for f in self.files)
-
-    @property
-    def label(self) -> str:
-        if self.instance and self.pid is not None:
-            return f"{self.instance}_pid_{self.pid}"
-        return self.dir.name
-
-
-@dataclass
-class Layout:
-    root: Path
-    sessions: list[Session] = field(default_factory=list)
-    exports: list[Export] = field(default_factory=list)
-    other_traces: list[Path] = field(default_factory=list)
-    """Chrome traces outside every Neuron session (loaded as ordinary runs)."""
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def is_neuron(self) -> bool:
-        return bool(self.sessions)
-
-
-# ------------------------------------------------------------------------------------------------------
-# classification
-# ------------------------------------------------------------------------------------------------------
-def classify(path: Path, size: int) -> FileInfo | None:
-    from trntui.loaders.neuron.json_export import looks_like_export
-
-    name = path.name
-    if name in PB_FILES:
-        return FileInfo(path, "system trace" if name in ("ntrace.pb", "trace_info.pb") else "host samples", size, False,
-                        PB_FILES[name] + " (protobuf, needs neuron-explorer)")
-    if name.endswith(".ntff"):
-        note = "empty: no execution captured or core unused" if size == 0 else "device trace (needs neuron-explorer)"
-        return FileInfo(path, "ntff", size, False, note)
-    if name.endswith(".neff"):
-        return FileInfo(path, "neff", size, False, "compiled executable (needed to read an NTFF)")
-    if name.endswith(".pftrace"):
-        return FileInfo(path, "other", size, False, "Perfetto export (not read; use Parquet)")
-    if name.endswith(".parquet"):
-        return FileInfo(path, "parquet table", size, True)
-    if MAPPING_RX.fullmatch(name):
-        return FileInfo(path, "mapping", size, True, "torch-neuronx sequence-id mapping")
-    if name == MANIFEST:
-        return None
-    if name.endswith((".json", ".json.gz")):
-        if name.startswith("device_profile_model_") or name.endswith("_session_0.json"):
-            return FileInfo(path, "other", size, False, "device-profile JSON (not read)")
-        if not name.endswith(".gz") and looks_like_export(path):
-            return FileInfo(path, "json export", size, True, "Explorer JSON system export")
-        if is_chrome_trace(path):
-            return FileInfo(path, "framework trace", size, True, "Kineto chrome trace")
-    return None
-
-
-def _plain_head(path: Path) -> bytes | None:
-    """The first 64 KiB of a plain (not gzip) trace, for cheap looks at its header; None if gzip or unreadable."""
-    if path.name.endswith(".gz"):
-        return None
-    from trntui import fsio
-
-    try:
-        with fsio.open_regular(path) as fh:
-            return fh.read(65536)
-    except (OSError, LoadError):
-        return None
-
-
-def _framework_rank(path: Path) -> int | None:
-    m = RANK_TRACE_RX.fullmatch(path.name)
-    if m:
-        return int(m.group(1))
-    head = _plain_head(path)
-    if head is None:
-        return None
-    m = re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*"?(\d+)', head)
-    return int(m.group(1)) if m else None
-
-
-def _pick_framework(paths: list[Path]) -> list[Path]:
-    """The framework trace to load when a session has several (one capture writes one; the rest are copies)."""
-    if len(paths) <= 1:
-        return list(paths)
-    for prefix in FRAMEWORK_PRIORITY:
-        for p in sorted(paths):
-            if p.name.startswith(prefix) if prefix.endswith("_") else p.name == prefix:
-                return [p]
-    steps = [p for p in paths if ".pt.trace.json" in p.name]
-    return sorted(steps) if steps else [sorted(paths)[0]]
-
-
-# ------------------------------------------------------------------------------------------------------
-# scanning
-# ------------------------------------------------------------------------------------------------------
 def _walk(root: Path) -> dict[Path, list[FileInfo]]:
     """Directory → classified files, depth-limited, hidden directories skipped."""
     out: dict[Path, list[FileInfo]] = {}
@@ -216,15 +55,6 @@ def _walk(root: Path) -> dict[Path, list[FileInfo]]:
 
 def _session_files(infos: list[FileInfo]) -> bool:
     return any(f.kind in ("system trace", "host samples", "ntff", "neff", "framework trace", "mapping") for f in infos)
-
-
-def _under(path: Path, parent: Path) -> bool:
-    try:
-        path.relative_to(parent)
-        return True
-    except ValueError:
-        return False
-
 
 def scan(path: Path) -> Layout:
     """Everything Neuron-related under `path` (a directory)."""
@@ -365,18 +195,6 @@ def _attach_parent_traces(sessions: list[Session], tree: dict[Path, list[FileInf
             for f in found:
                 if f.path not in s.framework:
                     f.note = "not loaded: another framework trace of this session was preferred"
-
-
-def _trace_pid(path: Path) -> int | None:
-    """The process id most events in the head of a chrome trace name."""
-    head = _plain_head(path)
-    if head is None:
-        return None
-    pids = re.findall(rb'"pid"\s*:\s*"?(\d+)', head)
-    if not pids:
-        return None
-    return int(max(set(pids), key=pids.count))
-
 
 def _export_pids(e: Export) -> set[int]:
     """process ids in an export (Parquet: one column read; JSON: skipped when large)."""
@@ -534,130 +352,3 @@ def _check(s: Session) -> None:
         )
     if s.exports and len({e.path for e in s.exports}) > 1:
         s.problems.append("several Explorer exports match this session; loading the first")
-
-
-# ------------------------------------------------------------------------------------------------------
-# runs
-# ------------------------------------------------------------------------------------------------------
-def _manifest_for(s: Session, root: Path) -> dict[str, Any]:
-    d = s.dir
-    while True:
-        m = read_manifest(d)
-        if m:
-            return m
-        if d == root or d.parent == d or not _under(d, root):
-            return {}
-        d = d.parent
-
-
-@dataclass
-class NeuronSource:
-    """What a Neuron run reads besides its framework trace (plain data, so a `Run` pickles)."""
-
-    session_dir: Path
-    pid: int | None = None
-    instance: str = ""
-    export: Path | None = None
-    """The session's Explorer export (a Parquet directory or a JSON file), when there is one."""
-    export_format: str = ""
-    """"parquet" | "json" ("" without an export)."""
-    raw: bool = False
-    """No export but raw `.pb` / `.ntff` files: converted with neuron-explorer when the run is loaded."""
-    mappings: list[Path] = field(default_factory=list)
-    """torch-neuronx `framework_mapping_*.json` files."""
-    notes: list[str] = field(default_factory=list)
-    """Problems of the session shown with the profile (missing NEFFs, empty NTFFs)."""
-
-    @property
-    def extra(self) -> bool:
-        """Reads anything besides the framework trace (else the run loads like a plain Kineto run)."""
-        return bool(self.export or self.raw or self.mappings or self.notes)
-
-
-def read_mapping(path: Path) -> list[tuple[int, int, int, int]]:
-    """torch-neuronx's `framework_mapping_<ts>.json`: (nrta_seq_id, seq_nr, th_id, stream_id) rows."""
-    import json
-
-    from trntui.loaders.neuron.system import to_int
-
-    from trntui import fsio
-
-    try:
-        doc = json.loads(fsio.read_bounded(path, 1 << 30).decode("utf-8", "replace"))
-    except (OSError, ValueError, LoadError, RecursionError):
-        return []
-    out = []
-    for item in (doc.get("data") or []) if isinstance(doc, dict) else []:
-        if not isinstance(item, dict):
-            continue
-        seq = to_int(item.get("nrta_seq_id"))
-        for op in item.get("framework_op_exec_ids") or []:
-            if isinstance(op, dict) and seq >= 0:
-                out.append((seq, to_int(op.get("seq_nr")), to_int(op.get("th_id")), to_int(op.get("stream_id"))))
-    return out
-
-
-def run_for(s: Session, root: Path) -> Run:
-    source = NeuronSource(session_dir=s.dir, pid=s.pid, instance=s.instance)
-    if s.exports:
-        source.export, source.export_format = s.exports[0].path, s.exports[0].format
-    elif s.raw:
-        source.raw = True
-    source.mappings = [f.path for f in s.files if f.kind == "mapping"]
-    notes = [p for p in s.problems if "NEFF" in p or "empty" in p]
-    source.notes = list(notes)
-    return Run(name=s.name or s.label, root=s.dir, framework_traces=list(s.framework), manifest=_manifest_for(s, root),
-               notes=notes, format="neuron", source=source)
-
-
-def find_neuron_runs(path: Path) -> list[Run]:
-    """One Run per Neuron session under `path` (plus ordinary runs for unrelated traces); [] if not Neuron."""
-    path = Path(path)
-    if not path.is_dir():
-        return []
-    layout = scan(path)
-    if not layout.is_neuron:
-        return []
-    runs = []
-    for s in layout.sessions:
-        run = run_for(s, path)
-        run.rank = s.rank
-        if run.manifest.get("complete") is False:
-            continue
-        runs.append(run)
-    _group_sessions(runs, layout, path)
-    runs = sorted(runs, key=capture_order)  # the order the capture ran them (manifest), then by name
-    # unrelated chrome traces keep working (e.g. sample_profiles/ with CUDA and Neuron samples side by side)
-    if layout.other_traces:
-        from trntui.loaders.kineto.discover import kineto_runs
-
-        runs += kineto_runs(sorted(layout.other_traces), path)
-    return runs
-
-
-def _group_sessions(runs: list[Run], layout: Layout, root: Path) -> None:
-    """Sessions of one capture root with distinct ranks are the ranks of one job; any other is a run of its own."""
-    from trntui.loaders.discover import Group
-
-    by_root: dict[Path, list[tuple[Session, Run]]] = {}
-    sessions = {str(s.dir): s for s in layout.sessions}
-    for r in runs:
-        s = sessions[str(r.root)]
-        by_root.setdefault((s.pid_dir or s.dir).parent, []).append((s, r))
-    for capture_root, members in by_root.items():
-        ranks = [r.rank for _, r in members]
-        if len(members) >= 2 and None not in ranks and len(set(ranks)) == len(ranks):
-            try:
-                rel = str(capture_root.relative_to(root))
-            except ValueError:
-                rel = str(capture_root)
-            name = rel if rel != "." else (root.name or str(root))
-            sources = sorted({s.rank_source for s, _ in members if s.rank_source})
-            group = Group("job", name, "Neuron capture: one <instance>_pid_<pid> session directory per process; ranks "
-                          "from " + "; ".join(sources[:3]))
-            for _, r in members:
-                r.group = group
-        else:
-            for s, r in members:
-                r.rank = None
-                r.group = Group("single", r.name, "one Neuron capture session")
