@@ -1,5 +1,6 @@
 """Bad input never crashes the CLI: every malformed case ends in a loaded profile that says what it skipped,
-or in a one-line error naming the file with exit 2. No tracebacks, no hangs (5 s per case), no warnings.
+or in a one-line error naming the file with exit 2. No tracebacks, no hangs (a case past the hang bound
+`CASE_TIMEOUT_S` is stopped and fails; slowness alone never fails), no warnings.
 
 The corpus is generated at test time by `tests/malformed` (nothing committed as blobs).
 """
@@ -26,9 +27,8 @@ CASES = build_corpus(_ROOT)
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name.encode("ascii", "backslashreplace").decode() for c in CASES])
 def test_malformed_case_summary(case: Case, capsys) -> None:
-    rc, out, err, caught, secs = run_cli(["summary", str(case.path)], capsys)
+    rc, out, err, caught, _ = run_cli(["summary", str(case.path)], capsys)  # a hang: stopped at CASE_TIMEOUT_S
     check_outcome(case, rc, out, err, caught)
-    assert secs < CASE_TIMEOUT_S
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
@@ -36,9 +36,8 @@ def test_malformed_corpus_other_formats(fmt: str, capsys) -> None:
     """The same cases through the machine-readable formats: same two outcomes, never a traceback."""
     outcomes = {}
     for case in CASES:
-        rc, out, err, caught, secs = run_cli(["summary", "--format", fmt, str(case.path)], capsys)
+        rc, out, err, caught, _ = run_cli(["summary", "--format", fmt, str(case.path)], capsys)  # hang bound
         outcomes[case.name] = check_outcome(case, rc, out, err, caught, fmt)
-        assert secs < CASE_TIMEOUT_S, case.name
         if fmt == "json" and rc == 0:
             import json
 

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from malformed import HOSTILE_NAMES, Case  # noqa: E402
-from malformed.cli import CASE_TIMEOUT_S, check_outcome, run_cli  # noqa: E402
+from malformed.cli import check_outcome, run_cli  # noqa: E402
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -143,10 +143,9 @@ def test_neuron_malformed_cases(neuron_cases: list[Case], capsys) -> None:
     failures = []
     for case in neuron_cases:
         for argv in (["summary", str(case.path)], ["summary", "--format", "json", str(case.path)]):
-            rc, out, err, caught, secs = run_cli(argv, capsys)
+            rc, out, err, caught, _ = run_cli(argv, capsys)  # a hang is stopped at CASE_TIMEOUT_S and fails
             try:
                 outcomes[case.name] = check_outcome(case, rc, out, err, caught, "table" if len(argv) == 2 else "json")
-                assert secs < CASE_TIMEOUT_S, f"{secs:.1f} s"
                 assert CONTROL.search(out + err) is None, "control character in the output"
             except AssertionError as exc:
                 failures.append(f"{case.name} {argv[1:-1]}: {exc}")
@@ -157,9 +156,9 @@ def test_neuron_malformed_cases(neuron_cases: list[Case], capsys) -> None:
 def test_neuron_info_on_malformed_cases(neuron_cases: list[Case], capsys) -> None:
     failures = []
     for case in neuron_cases:
-        rc, out, err, caught, secs = run_cli(["info", str(case.path)], capsys)
+        rc, out, err, caught, _ = run_cli(["info", str(case.path)], capsys)  # a hang: stopped at CASE_TIMEOUT_S
         # 1: a capture Neuron Explorer cannot process, each problem on its own line (issue 27)
-        if rc not in (0, 1, 2) or (rc == 1 and "problem: " not in out) or "Traceback" in out + err or caught or CONTROL.search(out + err) or secs >= CASE_TIMEOUT_S:
+        if rc not in (0, 1, 2) or (rc == 1 and "problem: " not in out) or "Traceback" in out + err or caught or CONTROL.search(out + err):
             failures.append(f"{case.name}: rc={rc} {err.strip()[:200]!r} {caught}")
     assert not failures, "\n".join(failures)
 

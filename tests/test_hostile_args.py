@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from malformed import valid_trace  # noqa: E402
-from malformed.cli import run_cli  # noqa: E402
+from malformed.cli import CAPTURE_TIMEOUT_S, run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -244,7 +244,8 @@ def marker_workload(tmp_path, monkeypatch) -> tuple[Path, Path]:
 
 
 def _profile(capsys, wl: Path, *extra: str):
-    return run_cli(["profile", f"{wl}:make_workload", "--device", "cpu", "--no-tui", "--steps", "1", *extra], capsys)
+    return run_cli(["profile", f"{wl}:make_workload", "--device", "cpu", "--no-tui", "--steps", "1", *extra], capsys,
+                   timeout=CAPTURE_TIMEOUT_S)  # the capture child imports torch: a hang bound for a loaded machine
 
 
 def test_profile_sort_bogus_fails_before_the_workload(marker_workload, tmp_path, capsys) -> None:

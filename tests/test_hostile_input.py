@@ -35,7 +35,7 @@ from malformed.bombs import (  # noqa: E402
     trace_bomb,
     whitespace_bomb,
 )
-from malformed.cli import run_cli  # noqa: E402
+from malformed.cli import CAPTURE_TIMEOUT_S, run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET = "500M"
@@ -309,8 +309,11 @@ def test_profile_workload_exits_are_one_line(name, tmp_path, capsys) -> None:
     source, expect = WORKLOADS[name]
     f = tmp_path / "wl.py"
     f.write_text(textwrap.dedent(source))
+    # the capture child imports torch: a hang bound for a loaded machine; run_cli also checks that nothing of the
+    # child's process group (the workload and what it left) outlives the case
     rc, out, err, caught, _ = run_cli(["profile", f"{f}:make_workload", "--device", "cpu", "--no-tui",
-                                       "--steps", "1", "--out", str(tmp_path / "out")], capsys)
+                                       "--steps", "1", "--out", str(tmp_path / "out")], capsys,
+                                      timeout=CAPTURE_TIMEOUT_S)
     assert rc == 2, (rc, out, err)
     assert "Traceback" not in out + err
     errors = [ln for ln in err.splitlines() if ln.startswith("trntui: error: ")]

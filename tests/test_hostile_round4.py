@@ -113,3 +113,23 @@ def test_sigkill_of_trntui_while_it_converts_leaves_no_converter(command: str, t
                 os.killpg(group, signal.SIGKILL)
             except OSError:
                 pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the harness of the in-process CLI cases (tests/malformed/cli.py): its process-group check can fail
+# ----------------------------------------------------------------------------------------------------------
+@PROC
+def test_the_harness_sees_a_process_left_in_a_group_it_started() -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from malformed.cli import groups_left, new_process_groups
+
+    with new_process_groups() as groups:
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)  # not a group of its own: not recorded
+    try:
+        assert groups == [proc.pid]
+        assert groups_left(groups, within=0.2) == {proc.pid: [proc.pid]}
+    finally:
+        proc.kill()
+        proc.wait()
+    assert groups_left(groups, within=5.0) == {}

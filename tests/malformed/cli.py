@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import time
 import warnings
 from contextlib import contextmanager
+from typing import Iterator
 
 from . import Case
 
@@ -13,7 +16,17 @@ from trntui.cli import main
 from trntui.report import EMPTY_TABLE_NOTE
 from trntui.textsafe import safe_text
 
-CASE_TIMEOUT_S = 5
+CASE_TIMEOUT_S = 60
+"""The hang bound of one case run in-process: a case still running after it hangs (SIGALRM stops it and the test
+fails). Not a speed claim: a malformed file takes well under a second; the bound only has to be far above what
+a loaded machine makes of that, so that being slow never fails a test and a hang always does."""
+
+CAPTURE_TIMEOUT_S = 120
+"""The hang bound of a case that captures (`trntui profile`): a child process imports torch and runs the
+workload, which on a loaded machine takes tens of seconds."""
+
+GROUP_GONE_S = 15.0
+"""How long after a case the process groups it started may take to empty (the kernel delivering SIGKILL)."""
 
 
 class CaseTimeout(BaseException):
@@ -39,17 +52,77 @@ def time_limit(seconds: int):
         signal.signal(signal.SIGALRM, old)
 
 
-def run_cli(argv: list[str], capsys) -> tuple[int, str, str, list[str], float]:
-    """`trntui argv` in-process: (exit code, stdout, stderr, warnings raised, seconds)."""
+@contextmanager
+def new_process_groups() -> Iterator[list[int]]:
+    """The ids of the process groups started meanwhile (`subprocess.Popen(..., start_new_session=True)` or
+    `process_group=0`: the capture child, a converter's guard), as they are started."""
+    started: list[int] = []
+    original = subprocess.Popen.__init__
+
+    def init(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        if kwargs.get("start_new_session") or kwargs.get("process_group") == 0:
+            started.append(self.pid)
+
+    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield started
+    finally:
+        subprocess.Popen.__init__ = original  # type: ignore[method-assign]
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of the process group `pgid`, from the process table (/proc)."""
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
+def groups_left(groups: list[int], within: float = GROUP_GONE_S) -> dict[int, list[int]]:
+    """The processes still alive in `groups` `within` seconds from now (polled: {} as soon as none is)."""
+    end = time.monotonic() + within
+    while True:
+        left = {g: m for g in groups if (m := group_members(g))}
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.05)
+
+
+def run_cli(argv: list[str], capsys, timeout: int = CASE_TIMEOUT_S) -> tuple[int, str, str, list[str], float]:
+    """`trntui argv` in-process: (exit code, stdout, stderr, warnings raised, seconds). `timeout`: the hang bound
+    (`CASE_TIMEOUT_S`; `CAPTURE_TIMEOUT_S` for `profile`). Afterwards no process is left of a process group the
+    command started (the capture child and what the workload left; a converter): asserted from /proc."""
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught, time_limit(CASE_TIMEOUT_S):
+    with warnings.catch_warnings(record=True) as caught, time_limit(timeout), new_process_groups() as groups:
         warnings.simplefilter("always")
         try:
             rc = main(argv)
         except SystemExit as exc:  # argparse
             rc = exc.code if isinstance(exc.code, int) else 2
+    secs = time.perf_counter() - t0
     out, err = capsys.readouterr()
-    return rc, out, err, [str(w.message) for w in caught], time.perf_counter() - t0
+    left = groups_left(groups)
+    for pgid, members in left.items():
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)  # (not left to slow the tests that follow)
+            except OSError:
+                pass
+    assert not left, f"processes left of the process groups {argv[:1]} started: {left}"
+    return rc, out, err, [str(w.message) for w in caught], secs
 
 
 def check_outcome(case: Case, rc: int, out: str, err: str, caught: list[str], fmt: str = "table") -> str:
