@@ -173,11 +173,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 """(module, enclosing function, callee) -> why it does not go through fsio. Kept short: reviewers check it."""
 
 FSIO_ROUTED_LIBRARY_OPENS: dict[tuple[str, str, str], str] = {
-    ("trntui/loaders/neuron/parquet.py", "read_tables", "pq.read_table"): "files from table_files (check_regular)",
-    ("trntui/loaders/neuron/parquet.py", "describe_export", "pq.ParquetFile"): "files from table_files",
-    ("trntui/loaders/neuron/parquet.py", "_source_counts", "pq.ParquetFile"): "files from table_files",
-    ("trntui/loaders/neuron/parquet.py", "_text_bytes", "pq.ParquetFile"): "table_files, or fsio.is_regular",
-    ("trntui/loaders/neuron/parquet.py", "_check_budget", "pq.ParquetFile"): "files from table_files",
+    ("trntui/loaders/neuron/parquet/tables.py", "read_tables", "pq.read_table"): "files from table_files (check_regular)",
+    ("trntui/loaders/neuron/parquet/companions.py", "describe_export", "pq.ParquetFile"): "files from table_files",
+    ("trntui/loaders/neuron/parquet/companions.py", "_source_counts", "pq.ParquetFile"): "files from table_files",
+    ("trntui/loaders/neuron/parquet/budget.py", "_text_bytes", "pq.ParquetFile"): "table_files, or fsio.is_regular",
+    ("trntui/loaders/neuron/parquet/budget.py", "_check_budget", "pq.ParquetFile"): "files from table_files",
     ("trntui/loaders/neuron/convert.py", "export_problem", "pq.ParquetFile"): "files from table_files",
     ("trntui/loaders/neuron/discover/scan.py", "_export_pids", "pq.read_table"): "files from table_files",
     ("trntui/loaders/neuron_device/reader.py", "file_columns", "pq.ParquetFile"): "fsio.check_regular just before",

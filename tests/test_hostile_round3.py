@@ -208,10 +208,11 @@ def _split_parts(root: Path, parts: int) -> Path:
 def test_1001_split_parts_are_refused_under_200m_before_they_are_read(tmp_path, monkeypatch, capsys) -> None:
     """The peak grows with the square of the parts' count (267 MiB beyond the rows for 1,001 parts of 12 rows:
     1.65 GB in the probe's): the estimate counts it, so the load is refused before a part is read."""
-    import trntui.loaders.neuron.parquet as parquet
+    from trntui.loaders.neuron.parquet import load, tables
 
     d = _split_parts(tmp_path, 1001)
-    monkeypatch.setattr(parquet, "read_tables", lambda files: pytest.fail("a part was read"))
+    for module in (load, tables):  # where read_tables is looked up: the events' read, the companion tables' reads
+        monkeypatch.setattr(module, "read_tables", lambda files: pytest.fail("a part was read"))
     rc, out, err = run_cli(capsys, "summary", "--no-cache", "--memory-budget", "200M", str(d))
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert "12,012 system-trace rows in 1,001 split parts" in err and "over the memory budget of 200 MiB" in err

@@ -227,11 +227,15 @@ def test_a_neuron_export_loaded_alone_stays_inside_the_memory_budget(tmp_path, m
 
 def test_no_reader_takes_a_budget_from_the_builder() -> None:
     """The side channel is gone: the budget is an argument of the readers, from `LoadOptions.budget`."""
+    import importlib
     import inspect
+    import pkgutil
 
     from trntui.loaders.neuron import json_export, parquet
     from trntui.model.builder import ProfileBuilder
 
     assert not hasattr(ProfileBuilder(), "memory_budget")
-    for module in (json_export, parquet):
+    parts = [importlib.import_module(f"{parquet.__name__}.{m.name}") for m in pkgutil.iter_modules(parquet.__path__)]
+    assert len(parts) >= 5  # the package's modules, each read (the budget check is in parquet/budget.py)
+    for module in (json_export, parquet, *parts):
         assert "memory_budget" not in inspect.getsource(module)

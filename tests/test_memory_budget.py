@@ -162,12 +162,12 @@ def test_multi_file_run_over_budget_is_not_skipped(tmp_path, corpus_dir) -> None
 def test_neuron_export_over_budget_is_refused_before_reading(repo_dir, monkeypatch, capsys) -> None:
     """A Neuron Parquet export is not streamed: a budget it cannot fit (rows from the Parquet footers) refuses it
     with one line, exit 2; a budget it fits loads it."""
-    from trntui.loaders.neuron import parquet as neuron_parquet
+    from trntui.loaders.neuron.parquet import load as neuron_parquet_load
 
     sample = repo_dir / "sample_profiles" / "neuron" / "naive"
     monkeypatch.setattr(memory, "NEURON_BYTES_PER_ROW", 1 << 30)  # every row "needs" 1 GiB
     read = []
-    monkeypatch.setattr(neuron_parquet, "read_system_rows", lambda d: read.append(d))
+    monkeypatch.setattr(neuron_parquet_load, "read_system_rows", lambda d: read.append(d))
     rc = main(["summary", "--memory-budget", "2G", str(sample)])
     out, err = capsys.readouterr()
     assert rc == 2 and out == "" and err.count("\n") == 1
