@@ -21,7 +21,7 @@ from tests.device_exports import T0, instr, two_executions, write_table
 from trntui.analysis.device import analyse, window_for
 from trntui.loaders.neuron_device import device_profile, load_device
 
-BAD_FIGURE = re.compile(r"-\d[\d,.]*\s?(?:[kMGTP]?B|ns|µs|ms|s|%|×)\b|\binf\b|\bnan\b|∞", re.IGNORECASE)
+BAD_FIGURE = re.compile(r"-\d[\d,.]*\s?(?:[kMGTP]?B|ns|µs|ms|s|%|×)(?!\w)|\binf\b|\bnan\b|∞", re.IGNORECASE)
 """A figure we must never print: negative bytes/times/percentages, inf, NaN."""
 
 

@@ -184,7 +184,8 @@ def summarize_rank(
     if meta.skipped_total:
         out.notes.append(f"{meta.skipped_total:,} records skipped while reading ("
                          + ", ".join(f"{k}: {v:,}" for k, v in list(meta.skipped.items())[:3]) + ")")
-    out.notes += [n for n in meta.notes if "truncated" in n or "repaired" in n or "skipped" in n][:3]
+    out.notes += [n for n in meta.notes if "truncated" in n or "repaired" in n or "skipped" in n
+                  or "negative duration" in n][:3]
     return out
 
 

@@ -204,8 +204,12 @@ class Overview:
     def notes(self) -> list[str]:
         out = []
         st = self.step_table
+        if st.empty_steps:
+            out.append(f"{st.empty_steps:,} ProfilerStep#N span{'s' if st.empty_steps != 1 else ''} of no duration "
+                       "left out of the steps (a negative duration in the trace, read as an instant)")
         if st.synthetic:
-            out.append("no ProfilerStep#N in the trace: one step spans the host ops")
+            out.append(("no ProfilerStep#N of any duration" if st.empty_steps else "no ProfilerStep#N in the trace")
+                       + ": one step spans the host ops")
         if st.dropped_tail:
             out.append(f"the last {st.dropped_tail} step(s) were left out: they launched too little device work "
                        "(probably cut off by the profiler)")

@@ -9,6 +9,8 @@ stretched to the end of the device work it launched, so steps never overlap and 
 - The last steps are dropped when they launched nothing, and the last one too when it launched less than 80%
   of the one before (the profiler probably cut it off).
 - No steps at all: one step over the host ops' extent, numbered 0.
+- A `ProfilerStep#N` span of no duration is no step (the loader shows an event of negative duration as an
+  instant): it is left out and counted (`StepTable.empty_steps`), never a 0 us step in the averages.
 """
 
 from __future__ import annotations
@@ -46,10 +48,13 @@ class StepTable:
     """How many trailing steps were dropped as cut off by the profiler."""
     synthetic: bool = False
     """No ProfilerStep#N in the trace: one step spans the host ops."""
+    empty_steps: int = 0
+    """`ProfilerStep#N` spans of no duration (a negative duration in the trace) left out of the steps."""
 
 
 def find_steps(profile: Profile, roles: Roles) -> StepTable:
-    host = roles.host_steps
+    host = [s for s in roles.host_steps if s.end > s.start]
+    empty = len(roles.host_steps) - len(host)
     synthetic = not host
     if synthetic:
         a, b = roles.cpu_extent
@@ -105,4 +110,4 @@ def find_steps(profile: Profile, roles: Roles) -> StepTable:
         Step(int(nums[i]), int(start[i]), int(end[i]), int(hs[i]), int(he[i]), int(count[i]), int(evs[i]))
         for i in range(keep)
     ]
-    return StepTable(steps, gpu_run, m - keep, synthetic)
+    return StepTable(steps, gpu_run, m - keep, synthetic, empty)

@@ -94,6 +94,16 @@ def _recover(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict
     return events, rec.top
 
 
+_JSON_KINDS = {"int": "a number", "float": "a number", "str": "a string", "object": "an object", "null": "null",
+               "bool": "true/false", "array": "a list"}
+
+
+def _got(exc: msgspec.ValidationError) -> str:
+    """What msgspec found instead (`Expected `array`, got `int``): in JSON's words (`a number`)."""
+    m = re.search(r"got `(\w+)`", str(exc))
+    return _JSON_KINDS.get(m.group(1), m.group(1)) if m else "something else"
+
+
 def _decode_tolerant(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[Ev], dict[str, Any]]:
     """Decode event by event, coercing what can be coerced and counting what must be skipped."""
     try:
@@ -106,7 +116,10 @@ def _decode_tolerant(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[E
             raw = top.get("traceEvents")
             if raw is None:
                 raise LoadError(path, "no 'traceEvents' key: not a chrome trace")
-            raw_events = raw_list_decoder.decode(raw)
+            try:
+                raw_events = raw_list_decoder.decode(raw)
+            except msgspec.ValidationError as exc:
+                raise LoadError(path, f"traceEvents: expected a list of events, got {_got(exc)}") from None
             top_meta = {}
             for key in ("baseTimeNanoseconds", "deviceProperties", "distributedInfo", "schemaVersion"):
                 if key in top:
@@ -122,7 +135,8 @@ def _decode_tolerant(data: bytes, path: Path, meta: ProfileMeta) -> tuple[list[E
                     meta.notes.append("baseTimeNanoseconds is not an integer; ignored")
                     del top_meta["baseTimeNanoseconds"]
     except msgspec.ValidationError as exc:
-        raise LoadError(path, f"unexpected structure: {exc}") from None
+        raise LoadError(path, f"the top level: expected an object with traceEvents or a list of events, got "
+                              f"{_got(exc)}") from None
     events: list[Ev] = []
     bad = 0
     for raw in raw_events:
