@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 
-from trntui.tui.docgen import CAPTURE, REPO, captures, keys_markdown, update
+import pytest
+
+from trntui.tui.docgen import CAPTURE, REPO, CaptureSpec, capture, captures, keys_markdown, update
 
 DOCS = REPO / "docs" / "tui.md"
 README = REPO / "README.md"
@@ -49,3 +52,40 @@ def test_captures_show_the_new_screens_at_80x24_and_wide():
         wide = next(m for m in CAPTURE.finditer(text) if "--size 80x" not in m.group("spec")
                     and int(re.search(r"--size (\d+)x", m.group("spec")).group(1)) >= 150)
         assert "Call tree · " in wide.group("body") and "│" in wide.group("body")
+
+
+FENCED = re.compile(r"\A```text\n(?P<screen>.*)\n```\n\Z", re.S)
+
+
+def _committed_captures() -> list[tuple[str, str, str]]:
+    """(file, marker spec, the screen text committed under it) for every capture marker of README.md and docs/tui.md."""
+    out = []
+    for path in (README, DOCS):
+        for m in CAPTURE.finditer(path.read_text(encoding="utf-8")):
+            fenced = FENCED.match(m.group("body"))
+            assert fenced, f"{path.name}: the capture {m.group('spec')!r} is not one ```text block"
+            out.append((path.name, m.group("spec"), fenced.group("screen")))
+    return out
+
+
+COMMITTED = _committed_captures()
+
+
+def test_both_documents_carry_captures():
+    """The parametrised test below runs over every marker; this says there are markers to run over (the README's two
+    and docs/tui.md's six screens), so an emptied document cannot make it pass by running nothing."""
+    files = [f for f, _, _ in COMMITTED]
+    assert files.count("README.md") >= 2 and files.count("tui.md") >= 6
+
+
+@pytest.mark.parametrize(("doc", "spec", "committed"), COMMITTED, ids=[f"{f}:{s}" for f, s, _ in COMMITTED])
+async def test_every_screen_capture_is_what_the_app_shows_now(doc, spec, committed):
+    """Issue 26, Must show 4: each screen capture in the README and docs/tui.md is rendered again from the app (the
+    sample or corpus file it names, the size, the keys pressed) and must equal the committed text line for line, so
+    a capture that no longer matches what a user sees fails here; `python -m trntui.tui.docgen` refreshes them."""
+    parsed = CaptureSpec.parse(spec)
+    now = await capture(REPO / parsed.path, parsed.run, parsed.size, parsed.keys)
+    if now != committed:
+        diff = "\n".join(difflib.unified_diff(committed.splitlines(), now.splitlines(), "committed", "app now",
+                                              lineterm="", n=1))
+        pytest.fail(f"{doc}: the capture `{spec}` is stale (run `python -m trntui.tui.docgen`):\n{diff}")
