@@ -26,9 +26,9 @@ FORBIDDEN = {
     r"torch\.load\(": "torch.load (pickle)",
 }
 
-SUBPROCESS_ALLOWED = ("capture/", "commands/profile.py", "loaders/neuron/convert.py", "tui/loader.py")
+SUBPROCESS_ALLOWED = ("capture/", "children.py", "commands/profile.py", "loaders/neuron/convert.py", "tui/loader.py")
 """Modules that run external tools by design (profiling a user's workload, converting NTFF with
-`neuron-profile`, the app's loader process, a fresh interpreter sent its `LoadRequest`): they build argv lists from the user's
+`neuron-profile` under children.py's guard that kills it when trntui dies, the app's loader process, a fresh interpreter sent its `LoadRequest`): they build argv lists from the user's
 command line and known file layouts, never a shell."""
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trntui.analysis.key_averages.cpu_tree import _stack_parents
-from trntui.model.profile import _stack_nesting
+from trntui.model.profile import stack_nesting
 
 
 def _events(draw_list):
@@ -74,7 +74,7 @@ def test_stack_parents_matches_reference(evs):
 @given(intervals)
 def test_stack_nesting_matches_reference(evs):
     lane, s, e = _events(evs)
-    parent, depth = _stack_nesting(s, e, lane)
+    parent, depth = stack_nesting(s, e, lane)
     ref_p, ref_d = _ref_nesting(lane, s, e)
     assert parent.tolist() == ref_p
     assert depth.tolist() == ref_d

@@ -200,10 +200,10 @@ def help_lines(app) -> list[str]:
 
 def compare_binding_lines() -> list[str]:
     """The help line every CompareScreen binding must have (digits merged into one `1…9` line)."""
-    from trntui.tui.keys import MERGED, _bindings, key_display
+    from trntui.tui.keys import MERGED, class_bindings, key_display
 
     out = []
-    for b in _bindings(CompareScreen):
+    for b in class_bindings(CompareScreen):
         if b.action.startswith("target_run("):
             continue
         out.append(f"  {key_display(b.key):<22}{b.description}".rstrip())

@@ -32,7 +32,7 @@ from typing import Any, Callable
 from trntui import __version__
 from trntui.capture.devices import DeviceSetup, ScheduleSpec, build_profiler_plan, require_torch
 from trntui.capture.neuron import neff_cache_env
-from trntui.capture.workloads import Variant, Workload, _exc_line, input_dtypes, input_shapes, user_error
+from trntui.capture.workloads import Variant, Workload, exc_line, input_dtypes, input_shapes, user_error
 from trntui.errors import TrntuiError
 
 MANIFEST = "trntui.json"
@@ -301,13 +301,13 @@ def capture(
                 torch, request, setup, variant, vdir, factory, progress, tag
             )
         except BaseException as exc:
-            manifest["error"] = _exc_line(exc) if not isinstance(exc, TrntuiError) else str(exc)
+            manifest["error"] = exc_line(exc) if not isinstance(exc, TrntuiError) else str(exc)
             _write_manifest(vdir, manifest, complete=False)
             if isinstance(exc, TrntuiError):
                 raise TrntuiError(f"{name}: {exc} (incomplete capture left in {staging})") from exc
             if isinstance(exc, Exception):
                 raise TrntuiError(
-                    f"{name}: capture failed: {_exc_line(exc)} (incomplete capture left in {staging})"
+                    f"{name}: capture failed: {exc_line(exc)} (incomplete capture left in {staging})"
                 ) from exc
             raise
         warnings.extend(w for w in plan_warnings if w not in warnings)

@@ -126,7 +126,7 @@ def _import_file(path: Path) -> tuple[Any, str]:
         sys.modules.pop(modname, None)
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise TrntuiError(f"{shown}: error while importing it: {_exc_line(exc)}") from exc
+        raise TrntuiError(f"{shown}: error while importing it: {exc_line(exc)}") from exc
     finally:
         if added:
             try:
@@ -148,13 +148,13 @@ def _import_module(name: str) -> tuple[Any, str]:
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise TrntuiError(f"no module named {name!r} (not importable from {cwd})") from None
-        raise TrntuiError(f"module {name!r}: error while importing it: {_exc_line(exc)}") from exc
+        raise TrntuiError(f"module {name!r}: error while importing it: {exc_line(exc)}") from exc
     except SystemExit as exc:
         raise TrntuiError(f"module {name!r}: exited with {exc.code!r} while being imported") from None
     except BaseException as exc:  # noqa: BLE001 - user code (KeyboardInterrupt stays Ctrl-C)
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise TrntuiError(f"module {name!r}: error while importing it: {_exc_line(exc)}") from exc
+        raise TrntuiError(f"module {name!r}: error while importing it: {exc_line(exc)}") from exc
     finally:
         if added:
             try:
@@ -319,10 +319,11 @@ def user_error(exc: BaseException, what: str, when: str = "") -> TrntuiError | N
         status = 0 if code is None else code if isinstance(code, int) else 1  # as Python's own exit status
         arg = "" if code is None else repr(code)
         return TrntuiError(f"{what} called sys.exit({arg}){during} (exit code {status})")
-    return TrntuiError(f"{what} raised {_exc_line(exc)}{during}")
+    return TrntuiError(f"{what} raised {exc_line(exc)}{during}")
 
 
-def _exc_line(exc: BaseException) -> str:
+def exc_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message (what a capture failure prints)."""
     msg = str(exc).strip().splitlines()
     first = msg[0] if msg else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

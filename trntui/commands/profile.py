@@ -239,13 +239,13 @@ def _child_run(args: argparse.Namespace, chan: Any) -> None:
         chan.send(interrupted=True)
         code = 130
     except BaseException as exc:  # noqa: BLE001 - one line, never a traceback
-        from trntui.capture.workloads import _exc_line
+        from trntui.capture.workloads import exc_line
 
         if isinstance(exc, OSError) and exc.filename:  # the workload removed or closed what the capture writes
             chan.send(error=f"capture failed: {exc.filename}: {exc.strerror or exc} (did the workload remove, "
                             "move or close it?)")
         else:
-            chan.send(error=f"capture failed: {_exc_line(exc)}")
+            chan.send(error=f"capture failed: {exc_line(exc)}")
     finally:
         os._exit(code)
 

@@ -388,7 +388,7 @@ class Profile:
         depth = np.zeros(n, np.int16)
         order, offsets, _ = self._lane_index()
         if n:
-            ppos, dpos = _stack_nesting(self.start[order], self.end[order], self.lane[order])
+            ppos, dpos = stack_nesting(self.start[order], self.end[order], self.lane[order])
             parent[order] = np.where(ppos >= 0, order[np.maximum(ppos, 0)], NO_ID)
             depth[order] = np.minimum(dpos, np.iinfo(np.int16).max)
         self.cache["nesting"] = (parent, depth)
@@ -412,7 +412,7 @@ class Profile:
         return list(seen)
 
 
-def _stack_nesting(s: np.ndarray, e: np.ndarray, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def stack_nesting(s: np.ndarray, e: np.ndarray, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The per-lane stack walk of `Profile.nesting`, vectorised (events in lane order, by start).
 
     The walk: pop the top while it ended at or before our start (a zero-length event exactly at our start

@@ -42,7 +42,8 @@ def key_display(keys: str) -> str:
     return " / ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
-def _bindings(cls: type) -> list[Binding]:
+def class_bindings(cls: type) -> list[Binding]:
+    """`cls.BINDINGS` as Binding objects (tuples made Bindings), in order: what the help list and the palette show."""
     out = []
     for b in getattr(cls, "BINDINGS", []):
         if isinstance(b, Binding):
@@ -81,7 +82,7 @@ def _entries(cls: type, skip_keys: frozenset[str] = frozenset()) -> list[tuple[s
     key is in `skip_keys` are left out."""
     entries: list[tuple[str, str]] = []
     digits: dict[str, list[str]] = {}
-    for b in _bindings(cls):
+    for b in class_bindings(cls):
         if all(k.strip() in skip_keys for k in b.key.split(",")):
             continue
         prefix = next((p for p in MERGED if b.action.startswith(p)), None)
@@ -95,7 +96,7 @@ def _entries(cls: type, skip_keys: frozenset[str] = frozenset()) -> list[tuple[s
 
 
 def _bound_keys(cls: type) -> frozenset[str]:
-    return frozenset(k.strip() for b in _bindings(cls) for k in b.key.split(","))
+    return frozenset(k.strip() for b in class_bindings(cls) for k in b.key.split(","))
 
 
 def key_reference(

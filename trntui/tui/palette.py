@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from trntui.textsafe import safe_text
-from trntui.tui.keys import _bindings, key_display
+from trntui.tui.keys import class_bindings, key_display
 from trntui.tui import panes
 
 
@@ -85,12 +85,12 @@ class PaletteCommands:
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         """(title, help, callback) for every action; the palette lists them."""
         out: list[tuple[str, str, Callable[[], object]]] = []
-        for b in _bindings(type(self)):
+        for b in class_bindings(type(self)):
             if b.action in ("command_palette", "escape"):
                 continue
             out.append((b.description, f"key: {key_display(b.key)}", lambda a=b.action: self.run_action(a)))
         for spec in panes.PANES:  # read at each call: the registry (trntui/tui/panes.py) as it is now
-            for b in _bindings(spec.widget):
+            for b in class_bindings(spec.widget):
                 if b.action.startswith("sort_column("):
                     continue
                 title = f"{spec.id.capitalize()}: {b.description}"

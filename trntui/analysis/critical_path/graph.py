@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trntui.model.profile import NO_ID, EventKind, Profile, _stack_nesting
+from trntui.model.profile import NO_ID, EventKind, Profile, stack_nesting
 
 # edge kinds
 OP, DEP, LAUNCH, KK, SYNC, DISPATCH = range(6)
@@ -186,7 +186,7 @@ class _Builder:
         ev = events[o]
         k = keys[ev]
         s, e = p.start[ev], p.end[ev]
-        ppos, depth = _stack_nesting(s, e, k)
+        ppos, depth = stack_nesting(s, e, k)
         parent = np.where(ppos >= 0, ev[np.maximum(ppos, 0)], NO_ID)
         m = len(ev)
         # nodes: starts (outer first at equal times) and ends (inner first), ends before starts at equal times
