@@ -171,16 +171,32 @@ def bad_figures(command: str, out: str) -> list[str]:
     return bad
 
 
+SIGNED_KEYS = {"vs_median_pct", "vs_median_us", "self_cpu_percent", "self_cpu_time_total"}
+"""JSON fields that may be negative: the ranks' signed difference to the median, torch's Self CPU."""
+
+
+def _negative_fields(doc: object, key: str = "") -> "list[str]":
+    if isinstance(doc, dict):
+        return [f for k, v in doc.items() for f in _negative_fields(v, str(k))]
+    if isinstance(doc, list):
+        return [f for v in doc for f in _negative_fields(v, key)]
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool) and doc < 0 and key not in SIGNED_KEYS:
+        return [f"{key}={doc}"]
+    return []
+
+
 def strict_json_problem(out: str) -> "str | None":
-    """Why `out` is not strict JSON (a NaN or Infinity token), None when it is."""
+    """Why `out` is not strict JSON (a NaN or Infinity token) or holds a negative figure in a field that cannot
+    be negative; None when neither."""
     def refuse(token: str) -> None:
         raise ValueError(f"{token} in the JSON")
 
     try:
-        json.loads(out, parse_constant=refuse)
+        doc = json.loads(out, parse_constant=refuse)
     except ValueError as exc:
         return str(exc)[:200]
-    return None
+    negative = _negative_fields(doc)
+    return f"negative figures {negative[:3]}" if negative else None
 
 
 def _scan(runs: "list[tuple[str, list[str]]]", capsys) -> list[str]:
@@ -385,6 +401,7 @@ def test_a_step_of_negative_duration_is_left_out_and_counted(tmp_path: Path, cap
     rc, out, err = run_cli(capsys, "overview", "--no-cache", "--format", "json", str(d / "r0" / "trace.json"))
     doc = json.loads(out)
     assert rc == 0 and [s["step"] for s in doc["steps"]] == [2], doc["steps"]
+    assert any(n.startswith("1 ProfilerStep#N span of no duration left out") for n in doc["notes"]), doc["notes"]
     rc, out, err = run_cli(capsys, "ranks", "--all", "--jobs", "1", "--no-cache", "--format", "json", str(d))
     doc = json.loads(out)
     assert rc == 0 and [r["steps"] for r in doc["ranks"]] == [1, 1] and doc["ranks"][0]["step_mean_us"] == 100.0
