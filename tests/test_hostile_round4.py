@@ -406,3 +406,22 @@ def test_a_step_of_negative_duration_is_left_out_and_counted(tmp_path: Path, cap
     doc = json.loads(out)
     assert rc == 0 and [r["steps"] for r in doc["ranks"]] == [1, 1] and doc["ranks"][0]["step_mean_us"] == 100.0
     assert "1 events with negative duration shown as instants" in doc["ranks"][0]["notes"]
+
+
+def test_the_overview_says_what_the_load_skipped_and_read_as_instants(tmp_path: Path, capsys) -> None:
+    """A collective kernel of -30 us (read as an instant: 0.0 us in the kernel table) and one of 1e18 us (out of
+    range: skipped): the overview's figures come without them, and it says so under them, as summary does."""
+    from tests.conftest import run_cli
+
+    events, extra = HOSTILE_KINETO["collectives of negative and 1e18 us"]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, **extra}))
+    rc, out, err = run_cli(capsys, "overview", "--no-cache", "--wide", str(path))
+    assert rc == 0 and err == "", err
+    tail = out.rstrip("\n").splitlines()[-2:]
+    assert tail == ["Skipped 1 input record(s): 1 events with non-finite or out-of-range timestamps",
+                    "Note: 1 events with negative duration shown as instants"], tail
+    rc, out, err = run_cli(capsys, "overview", "--no-cache", "--format", "json", str(path))
+    doc = json.loads(out)
+    assert doc["input_skipped"] == {"events with non-finite or out-of-range timestamps": 1}
+    assert doc["input_notes"] == ["1 events with negative duration shown as instants"]

@@ -105,8 +105,12 @@ def run(args: argparse.Namespace) -> int:
             continue
         finished()
         title = run_.name if many else None
+        from trntui.report.summary import input_lines, input_notes
+
         if args.format == "json":
             doc = json_document(ov, title)
+            doc["input_skipped"] = dict(profile.meta.skipped)  # what the load skipped, as summary's "skipped"
+            doc["input_notes"] = input_notes(profile)
             if not args.no_critical_path:
                 doc["critical_path"] = [cp.to_dict(what_ifs=w) for cp, w in zip(cps, what_ifs)]
                 if cp_error:
@@ -124,6 +128,13 @@ def run(args: argparse.Namespace) -> int:
 
                 cp = "".join(f + "\n" for line in cp.splitlines() for f in fold(line, width))
             out += cp
+        if args.format in ("table", "markdown"):
+            said = input_lines(profile)  # what the load skipped or repaired: every figure above is without it
+            if said:
+                width = None if args.wide or args.format == "markdown" else terminal_width()
+                from trntui.report.format import fold
+
+                out += "\n" + "".join(f + "\n" for line in said for f in (fold(line, width) if width else [line]))
         if args.format == "csv" and k > 0 and docs is not None and out:
             out = out.split("\n", 1)[1]  # one header for all runs
         sys.stdout.write(out)

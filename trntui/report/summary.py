@@ -214,6 +214,31 @@ EMPTY_TABLE_NOTE = "no events that key_averages lists (torch's table() prints no
 """Said under an empty table (which is "", as torch prints it), so an empty result is not mistaken for a failure."""
 
 
+INPUT_NOTE_WORDS = ("truncated", "repaired", "skipped", "negative duration")
+"""The load notes that bear on every figure of a report (what was skipped, repaired or read as an instant):
+the reports other than `summary` (which prints every note) print these (`input_lines`)."""
+
+
+def input_notes(profile: Profile) -> list[str]:
+    """The load notes (`profile.meta.notes`) of `INPUT_NOTE_WORDS`, terminal-safe."""
+    return [safe_text(n) for n in profile.meta.notes if any(w in n for w in INPUT_NOTE_WORDS)]
+
+
+def skipped_line(profile: Profile) -> "str | None":
+    """`Skipped N input record(s): ...` when the load skipped any, else None."""
+    if not profile.meta.skipped:
+        return None
+    parts = ", ".join(f"{v} {k}" for k, v in profile.meta.skipped.items())
+    return f"Skipped {profile.meta.skipped_total} input record(s): {parts}"
+
+
+def input_lines(profile: Profile) -> list[str]:
+    """What a report other than `summary` says under its figures about its input: the skipped records and the
+    load notes of `INPUT_NOTE_WORDS`."""
+    line = skipped_line(profile)
+    return ([line] if line else []) + [f"Note: {n}" for n in input_notes(profile)]
+
+
 def footer_lines(profile: Profile, table: OpTable) -> list[str]:
     """trntui's own notes under torch's footer: where device time came from, link rules, what was skipped."""
     lines = []
@@ -225,9 +250,8 @@ def footer_lines(profile: Profile, table: OpTable) -> list[str]:
     if table.link_counts:
         parts = ", ".join(f"{k} {v}" for k, v in table.link_counts.items())
         lines.append(f"Device rows linked by: {parts}")
-    if profile.meta.skipped:
-        parts = ", ".join(f"{v} {k}" for k, v in profile.meta.skipped.items())
-        lines.append(f"Skipped {profile.meta.skipped_total} input record(s): {parts}")
+    if (line := skipped_line(profile)) is not None:
+        lines.append(line)
     from trntui.analysis.surprises import surprises
 
     explained = [s.note for s in surprises(profile, table)]
