@@ -11,7 +11,6 @@ import bisect
 import gzip
 import json
 import re
-import time
 import zlib
 from pathlib import Path
 
@@ -20,6 +19,8 @@ import pytest
 from trntui.loaders.kineto import recover as R
 from trntui.loaders.files import _gunzip_partial, read_bytes
 from trntui.loaders.kineto import load_kineto
+
+from tests.malformed.cli import CASE_TIMEOUT_S, time_limit
 
 BIG = "cuda_ns_resolution_68k.json.gz"
 
@@ -58,18 +59,16 @@ def test_truncated_real_trace_recovers_95_percent(frac: float, big_trace, tmp_pa
     path = tmp_path / f"cut_{int(frac * 100)}.json"
     path.write_bytes(data[:cut])
 
-    t0 = time.perf_counter()
-    rec = R.recover_events(data[:cut])
-    assert rec is not None and not rec.closed
-    assert len(rec.raws) >= 0.95 * complete, (len(rec.raws), complete)
-    assert rec.cut == 1 and rec.damaged == 0
+    with time_limit(CASE_TIMEOUT_S):  # a hang bound (a recovery that rescans per event never ends), not a speed claim
+        rec = R.recover_events(data[:cut])
+        assert rec is not None and not rec.closed
+        assert len(rec.raws) >= 0.95 * complete, (len(rec.raws), complete)
+        assert rec.cut == 1 and rec.damaged == 0
 
-    prof = load_kineto(path)
-    secs = time.perf_counter() - t0
+        prof = load_kineto(path)
     assert len(prof) >= 0.95 * timeline, (len(prof), timeline)
     assert prof.meta.skipped.get("incomplete event at the cut (file truncated)") == 1
     assert any(n.startswith("file is truncated: recovered") for n in prof.meta.notes)
-    assert secs < 5, secs
 
     from trntui.cli import main
 

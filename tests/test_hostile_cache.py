@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from malformed import valid_trace  # noqa: E402
 from malformed.cache_damage import DAMAGES, Damage  # noqa: E402
-from malformed.cli import run_cli, time_limit  # noqa: E402
+from malformed.cli import CASE_TIMEOUT_S, run_cli, time_limit  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 A_NAMES = ("aten::aaaa", "aten::add", "aten::relu")
@@ -146,10 +146,8 @@ def test_damaged_or_forged_entry_is_a_miss_and_is_removed(damage: Damage, tmp_pa
     assert rc == 0 and err == ""
     (entry,) = _entries(cache_env)
     damage.apply(entry)
-    t0 = time.monotonic()
-    with time_limit(20):
+    with time_limit(CASE_TIMEOUT_S):  # a hang bound: a damaged entry (FIFO, /dev/urandom) is never read to its end
         rc, out, err = _summary(capsys, trace, "--format", "csv")
-    assert time.monotonic() - t0 < 15, "a damaged entry must not be read for long (FIFO, /dev/urandom)"
     assert rc == 0 and err == "", err
     assert out == expected, "a damaged or forged entry must never be shown"
     # the odd entry was removed and a good one written in its place
