@@ -379,11 +379,11 @@ static int decode_str(S *s, const Str *in, const char **d, size_t *n) {
         }
         unsigned char e = p[1];
         if (e == 'u') {
-            unsigned v;
+            unsigned v = 0; /* set by hex4: scan_string validated this escape */
             hex4(p + 2, end, &v);
             p += 6;
             if (v >= 0xD800 && v <= 0xDBFF) {
-                unsigned w;
+                unsigned w = 0;
                 hex4(p + 2, end, &w);
                 p += 6;
                 v = 0x10000 + ((v - 0xD800) << 10) + (w - 0xDC00);
