@@ -425,3 +425,19 @@ def test_the_overview_says_what_the_load_skipped_and_read_as_instants(tmp_path: 
     doc = json.loads(out)
     assert doc["input_skipped"] == {"events with non-finite or out-of-range timestamps": 1}
     assert doc["input_notes"] == ["1 events with negative duration shown as instants"]
+
+
+@pytest.mark.parametrize("code, rc", [
+    ("import sys; sys.exit(3)", 3),
+    ("print('converted')", 0),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -signal.SIGKILL),  # the OOM killer
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", -signal.SIGSEGV),
+])
+def test_the_guard_ends_as_the_converter_did(code: str, rc: int, tmp_path: Path) -> None:
+    """Under the guard a converter's exit status or death by a signal reaches trntui unchanged (the failure line
+    says `exit 3` / `exit -9`, as before there was a guard); its output goes to the log."""
+    from trntui.loaders.neuron import convert
+
+    got, tail, why = convert._run([sys.executable, "-c", code], tmp_path, tmp_path / "tool.log", 60, lambda _m: None)
+    assert (got, why) == (rc, "")
+    assert tail == ("converted\n" if rc == 0 else "")

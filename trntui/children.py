@@ -175,10 +175,14 @@ def guard(argv: "list[str]") -> None:
             break
         except KeyboardInterrupt:
             continue
-    if rc < 0:
-        signal.signal(-rc, signal.SIG_DFL)
+    if rc < 0:  # died of a signal: so does the guard, for trntui to report it (`death_reason`)
+        try:
+            signal.signal(-rc, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL, SIGSTOP: their action is the default already
         os.kill(os.getpid(), -rc)
-    os._exit(rc & 0xFF if rc >= 0 else 1)
+        os._exit(128 - rc)  # a signal whose default is to be ignored
+    os._exit(rc & 0xFF)
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
