@@ -441,3 +441,24 @@ def test_the_guard_ends_as_the_converter_did(code: str, rc: int, tmp_path: Path)
     got, tail, why = convert._run([sys.executable, "-c", code], tmp_path, tmp_path / "tool.log", 60, lambda _m: None)
     assert (got, why) == (rc, "")
     assert tail == ("converted\n" if rc == 0 else "")
+
+
+def test_device_rows_that_end_before_they_start_are_dropped_and_counted(tmp_path: Path, capsys) -> None:
+    """An Instruction and a DMA row with end_ts < start_ts: each is skipped and said (they were dropped from the
+    report without a word: an instant at the window's edge is outside it); the bytes out of range of the other
+    rows are counted on the rows kept only."""
+    from tests.conftest import run_cli
+    from tests.device_exports import dma, instr, write_table
+
+    d = tmp_path / "i-0abc_pid_1_nc_0_session_0"
+    write_table(d, "Instruction", [instr(5000, 1000, "vector", "X", raw_flops=10),
+                                   instr(6000, 7000, "tensor", "MATMUL", raw_flops=10)])
+    write_table(d, "DmaPacketAggregated", [dma(6000, 5500, 0, -5, "[INPUT]", "[SB]"),
+                                           dma(6000, 6500, 0, 2**62, "[SB]", "[OUTPUT]"),
+                                           dma(6500, 7000, 0, 100, "[INPUT]", "[SB]")])
+    rc, out, err = run_cli(capsys, "device", str(d))
+    assert rc == 0 and err == "", err
+    assert "Note: Instruction: 1 of 2 rows skipped (1 end_ts before start_ts)" in out
+    assert "Note: DmaPacketAggregated: 1 of 3 rows skipped (1 end_ts before start_ts)" in out
+    assert "Note: DmaPacketAggregated.read_bytes: 1 values not a number in range" in out  # the 2^62, not the -5
+    assert "DMA: 100 B in 2 transfers" in out and bad_figures("device", out) == []

@@ -312,6 +312,7 @@ def read_table(directory: Path, table: str, *, version: str = "", schema_fields:
     valid = np.ones(n, bool)
     reasons: dict[str, int] = {}
     bad_values: dict[str, int] = {}
+    bad_masks: dict[str, np.ndarray] = {}
     for f in wanted:
         if f.name in arrow.column_names:
             col = arrow.column(f.name)
@@ -332,12 +333,22 @@ def read_table(directory: Path, table: str, *, version: str = "", schema_fields:
                     reasons[what] = reasons.get(what, 0) + int(drop.sum())
                     valid &= ~drop
             elif bad.any():
-                bad_values[f.name] = int(bad.sum())
+                bad_masks[f.name] = bad
         else:
             d = _default(f)
             data[f.name] = (pd.Categorical.from_codes(np.zeros(n, np.int32), categories=[""]) if f.kind == "str"
                             else np.full(n, None, dtype=object) if f.kind == "list"
                             else np.full(n, d, np.float64 if f.kind == "float" else (bool if f.kind == "bool" else np.int64)))
+    if "start_ts" in timestamps and "end_ts" in timestamps and "start_ts" in arrow.column_names \
+            and "end_ts" in arrow.column_names:
+        inverted = valid & (np.asarray(data["end_ts"]) < np.asarray(data["start_ts"]))
+        if inverted.any():  # no interval to place (the Kineto loader's instants aside, a row that ends first)
+            what = "end_ts before start_ts"
+            reasons[what] = reasons.get(what, 0) + int(inverted.sum())
+            valid &= ~inverted
+    for name, bad in bad_masks.items():  # counted on the rows kept (a skipped row is counted once, as skipped)
+        if (count := int((bad & valid).sum())):
+            bad_values[name] = count
     frame = pd.DataFrame(data)
     if not valid.all():
         skipped = int((~valid).sum())
