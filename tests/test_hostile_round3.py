@@ -116,6 +116,7 @@ _GOOD_MEMORY = {**_MEMORY, "ts": 12, "args": {"Total Reserved": 2 << 20, "Total 
 KINETO_CASES = {
     # name: (events, extra top-level keys, what the overview must say (fragments), what it must not)
     "pid of 40 digits": ([{**_OP, "pid": 10**40}], {}, ["aten::mm"], []),
+    "pid 2**62 and tid -2**63": ([{**_OP, "pid": 2**62, "tid": -(2**63)}, _OP], {}, ["aten::mm"], []),
     "ProfilerStep#<40 digits>": ([{**_OP, "cat": "user_annotation", "name": "ProfilerStep#" + "9" * 40, "ts": 1,
                                    "dur": 50}, _OP], {}, ["aten::mm"], []),
     "registers per thread 1e30": ([_OP, _KERNEL], {}, ["occupancy -"], ["1e+30", "1000000000000000019884624838656"]),
@@ -304,3 +305,158 @@ def test_an_engine_that_is_not_text_drops_its_row_with_a_count(typ, value, tmp_p
     rc, out, err = run_cli(capsys, "device", str(d))
     assert rc == 0 and err == "", err
     assert "Instruction: 1 of 2 rows skipped (1 engine not text)" in out and "1 instructions" in out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# class 6, the rest of the table of "unexpected" inputs: each is one line of ours naming the file (or the option)
+# and the field and what was expected (exit 2), or, where the rest is good, the bad value is skipped and counted
+# (exit 0) — never Python's exception text, never a line thousands of characters long
+# ----------------------------------------------------------------------------------------------------------
+PYTHON_TEXT = re.compile(r"OverflowError|ArrowInvalid|ValueError|RecursionError|MemoryError|TypeError|Exceeds the limit|"
+                         r"int too large|error: unexpected|Traceback")
+BIG = "9" * 5000
+NEURON_SAMPLE = Path(__file__).resolve().parents[1] / "sample_profiles" / "neuron" / "fused"
+
+
+def _neuron_copy(tmp: Path, table: str, fn) -> Path:
+    """The bundled Neuron profile with `table` of its Explorer Parquet export rewritten by `fn`."""
+    import shutil
+
+    d = tmp / "run"
+    shutil.copytree(NEURON_SAMPLE, d)
+    (d / "trntui.json").unlink()
+    p = d / "explorer_parquet" / f"{table}.parquet"
+    pq.write_table(fn(pq.read_table(p)), p)
+    return d
+
+
+def _uint64_max(col: str):
+    def fn(t: pa.Table) -> pa.Table:
+        vals = [v if v is not None and v >= 0 else 0 for v in t[col].to_pylist()]
+        vals[0] = 2**64 - 1  # not an int64: pyarrow's cast raised ArrowInvalid
+        return t.set_column(t.schema.get_field_index(col), col, pa.array(vals, pa.uint64()))
+    return fn
+
+
+def _json_export(tmp: Path, text: str) -> Path:
+    d = tmp / "run"
+    (d / "explorer_json").mkdir(parents=True)
+    (d / "explorer_json" / "system_profile.json").write_text(text)
+    return d
+
+
+_EVENT = '{"name": "nc_exec_running", "timestamp": 1729888371056597613, "duration": 200000, "nc_idx": 0, "process_id": "2"}'
+
+
+def _device(tmp: Path, first: dict, *, types: dict | None = None, md: dict | None = None,
+            summary: dict | None = None) -> Path:
+    """A device export of one hostile Instruction row (`first`) and one good one."""
+    from tests.device_exports import instr
+
+    d = tmp / "i-0abc_pid_1_nc_0_session_0"
+    write_table(d, "Instruction", [first, instr(T0 + 10, T0 + 50, "tensor", "OP")], types=types)
+    write_table(d, "Metadata", [md or TRN2_LNC2])
+    if summary:
+        write_table(d, "Summary", [summary])
+    return d
+
+
+def _instr(**kw):
+    from tests.device_exports import instr
+
+    return instr(T0 + 1, T0 + 5, "vector", "OP", **kw)
+
+
+def _scheduler(tmp: Path, corpus_dir: Path, address: str) -> list[str]:
+    pytest.importorskip("distributed")
+    from tests.rank_job import make_job
+
+    make_job(corpus_dir, tmp / "job", ranks=2)
+    return ["ranks", "--no-cache", "--engine", "dask", "--scheduler", address, str(tmp / "job")]
+
+
+SKIP_PCORE = "Instruction: 1 of 2 rows skipped (1 pcore_idx out of range or not an integer)"
+UNEXPECTED_CASES = {
+    # name: (argv from (tmp, corpus_dir), exit code, fragments the output (stdout + stderr) must hold)
+    "Dask scheduler port of 30 digits": (
+        lambda t, c: _scheduler(t, c, "tcp://127.0.0.1:" + "9" * 30), 2,
+        ["bad --scheduler 'tcp://127.0.0.1:999", "port 999999999999999999999999999999 is not a TCP port (1-65535)"]),
+    "Dask scheduler port of 30 digits, no protocol": (
+        lambda t, c: _scheduler(t, c, "127.0.0.1:" + "9" * 30), 2, ["is not a TCP port (1-65535)"]),
+    "Dask scheduler port 70000": (lambda t, c: _scheduler(t, c, "tcp://127.0.0.1:70000"), 2,
+                                  ["port 70000 is not a TCP port (1-65535)"]),
+    "Dask scheduler of an in-process protocol": (
+        lambda t, c: _scheduler(t, c, "inproc://x"), 2, ["protocol inproc:// is not one of tcp://"]),
+    "uint64 max in SystemProfileEvents.start_ts": (
+        lambda t, c: ["summary", "--no-cache", str(_neuron_copy(t, "SystemProfileEvents", _uint64_max("start_ts")))], 0,
+        ["Skipped 1 input record(s): 1 Neuron values out of the int64 range"]),
+    "uint64 max in SystemProfileEvents.process_id": (
+        lambda t, c: ["summary", "--no-cache", str(_neuron_copy(t, "SystemProfileEvents", _uint64_max("process_id")))], 0,
+        ["Skipped 1 input record(s): 1 Neuron values out of the int64 range"]),
+    "uint64 max in Instruction.start_ts": (
+        lambda t, c: ["device", str(_device(t, _instr(start_ts=2**64 - 1, id=1, duration_ns=4),
+                                            types={"start_ts": pa.uint64(), "end_ts": pa.uint64()}))], 0,
+        ["Instruction: 1 of 2 rows skipped (1 start_ts missing, not an integer or out of range)"]),
+    "uint64 max in Instruction.hbm_read_bytes": (
+        lambda t, c: ["device", str(_device(t, _instr(hbm_read_bytes=2**64 - 1), types={"hbm_read_bytes": pa.uint64()}))],
+        0, ["Instruction.hbm_read_bytes: 1 values not a number in range, read as unknown (0)", "2 instructions"]),
+    "pcore_idx 2^63-1": (lambda t, c: ["device", str(_device(t, _instr(pcore=2**63 - 1)))], 0, [SKIP_PCORE]),
+    "pcore_idx -2^63": (lambda t, c: ["device", str(_device(t, _instr(pcore=-(2**63))))], 0, [SKIP_PCORE]),
+    "pcore_idx 10^12": (lambda t, c: ["device", str(_device(t, _instr(pcore=10**12)))], 0, [SKIP_PCORE]),
+    "pcore_idx 10^12 opened as a run": (lambda t, c: ["summary", "--no-cache", str(_device(t, _instr(pcore=10**12)))], 0,
+                                        ["Neuron device profile"]),
+    "Summary.total_time 1e300": (
+        lambda t, c: ["device", str(_device(t, _instr(), summary={"total_time": 1e300}))], 0,
+        ["Summary.total_time 1e+300 is not a time in seconds (expected a positive number under 1e30): not used"]),
+    "Summary.total_time -1e300": (
+        lambda t, c: ["device", str(_device(t, _instr(), summary={"total_time": -1e300}))], 0,
+        ["Summary.total_time -1e+300 is not a time in seconds"]),
+    "a 5,000-digit profile_schema_version in a device export": (
+        lambda t, c: ["device", str(_device(t, _instr(), md=dict(TRN2_LNC2, profile_schema_version=BIG)))], 0,
+        ["schema 999999999999999999999..."]),
+    "a 5,000-digit profile_schema_version in a device export, info": (
+        lambda t, c: ["info", str(_device(t, _instr(), md=dict(TRN2_LNC2, profile_schema_version=BIG)))], 0,
+        ["schema 9999999999999999999999999999999999999...", "not the 7.4.0 MAJOR trntui's field lists come from"]),
+    "a 5,000-digit profile_schema_version in Explorer Parquet Metadata": (
+        lambda t, c: ["info", str(_neuron_copy(t, "Metadata", lambda tb: tb.set_column(
+            0, "profile_schema_version", pa.array([BIG]))))], 0, ["Neuron Explorer output, 12 system events, schema 9999"]),
+    "a 5,000-digit profile_schema_version in Explorer Parquet Metadata, summary": (
+        lambda t, c: ["summary", "--no-cache", str(_neuron_copy(t, "Metadata", lambda tb: tb.set_column(
+            0, "profile_schema_version", pa.array([BIG]))))], 0, ["aten::_fused_rms_norm", "ProfilerStep*"]),
+    "5,000-digit numbers in a Neuron JSON export (schema version, ntff_version, a duration, a process id)": (
+        lambda t, c: ["summary", "--no-cache", str(_json_export(t, (
+            '{"system_profile_metadata": [{"ntff_version": %s, "profile_schema_version": %s}], "metadata": '
+            '{"profile_schema_version": %s}, "trace_event": [%s, {"name": "nrt_tensor_write", "timestamp": '
+            '1729888371056600000, "duration": %s, "nc_idx": 0}, {"name": "x", "timestamp": 1729888371056700000, '
+            '"duration": 5, "process_id": %s}]}') % (BIG, BIG, BIG, _EVENT, BIG, BIG)))], 0,
+        ["Skipped 2 input record(s): 2 Neuron values out of the int64 range"]),
+    "100k nested brackets in a Neuron JSON export": (
+        lambda t, c: ["summary", "--no-cache", str(_json_export(t, '{"trace_event": [%s, {"x": %s}]}' % (
+            _EVENT, "[" * 100_000 + "]" * 100_000)))], 2,
+        ["explorer_json/system_profile.json: JSON nested too deep to read"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNEXPECTED_CASES))
+def test_unexpected_inputs_give_our_line(case, tmp_path, corpus_dir, capsys) -> None:
+    import tracemalloc
+
+    argv, code, says = UNEXPECTED_CASES[case]
+    argv = argv(tmp_path, corpus_dir)
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no numpy RuntimeWarning either
+            rc, out, err = run_cli(capsys, *argv)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    text = out + err
+    assert rc == code, (rc, err)
+    assert not PYTHON_TEXT.search(text), err or out
+    assert all(len(line) < 600 for line in text.splitlines()), max(text.splitlines(), key=len)[:200]
+    if code == 2:
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+    for fragment in says:
+        assert fragment in text, (fragment, text[-2000:])
+    assert peak < 400 * MiB, f"{peak / MiB:.0f} MiB"  # (pcore_idx 10^12 once asked for a 29 TiB table)

@@ -471,6 +471,36 @@ def _probe_scheduler(address: str, seconds: float) -> None:
         raise TrntuiError(f"bad --scheduler {address!r}: {exc} (e.g. tcp://10.0.0.5:8786)") from None
 
 
+SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss")
+"""The Dask comm protocols a scheduler on another host is reached by (inproc is one process's own; ucx needs a
+plug-in trntui does not install)."""
+
+
+def check_scheduler(address: str) -> None:
+    """One line when `address` is no Dask scheduler address trntui can connect to: an unknown protocol, no port,
+    a port outside 1-65535 (a 30-digit port was Python's "OverflowError: Python int too large to convert to C
+    long" from the socket layer, issue 28 class 6). Checked before anything is loaded or started."""
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+    except ImportError:
+        raise TrntuiError("--engine dask needs Dask distributed: pip install 'trntui[dask]'") from None
+
+    example = "(e.g. tcp://10.0.0.5:8786)"
+    try:
+        scheme, where = parse_address(address)
+    except (ValueError, TypeError):
+        raise TrntuiError(f"bad --scheduler {address!r}: not a Dask address {example}") from None
+    if scheme not in SCHEDULER_SCHEMES:
+        raise TrntuiError(f"bad --scheduler {address!r}: protocol {scheme}:// is not one of "
+                          f"{', '.join(s + '://' for s in SCHEDULER_SCHEMES)} {example}")
+    try:
+        _, port = parse_host_port(where)
+    except (ValueError, TypeError):
+        raise TrntuiError(f"bad --scheduler {address!r}: expected HOST:PORT after {scheme}:// {example}") from None
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise TrntuiError(f"bad --scheduler {address!r}: port {port} is not a TCP port (1-65535) {example}")
+
+
 def _run_dask(fn: Callable, items: list, options: EngineOptions,
               cancelled: Callable[[], bool] | None) -> Iterator[tuple[int, Any]]:
     try:
@@ -481,14 +511,7 @@ def _run_dask(fn: Callable, items: list, options: EngineOptions,
     client = None
     try:
         if options.scheduler:
-            from distributed.comm.addressing import parse_address, parse_host_port
-
-            try:  # checked before a Client starts its IO-loop thread
-                scheme, where = parse_address(options.scheduler)
-                if scheme in ("tcp", "tls", "ws", "wss"):
-                    parse_host_port(where)
-            except (ValueError, TypeError) as exc:
-                raise TrntuiError(f"bad --scheduler {options.scheduler!r}: {exc} (e.g. tcp://10.0.0.5:8786)") from None
+            check_scheduler(options.scheduler)  # before a Client starts its IO-loop thread
             _probe_scheduler(options.scheduler, SCHEDULER_TIMEOUT_S)
             try:
                 client = Client(options.scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")

@@ -71,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
 
         parse_steps(args.steps)
     engine = EngineOptions(args.engine, args.jobs, args.scheduler)
+    if engine.engine == "dask" and engine.scheduler:
+        from trntui.engine import check_scheduler
+
+        check_scheduler(engine.scheduler)  # before any rank is found or loaded
     path = Path(args.path)
     from trntui.loaders.grouping import groups_of, pick_job
     from trntui.commands.options import load_options

@@ -389,7 +389,7 @@ def info_lines(entries: list[dict[str, Any]]) -> list[str]:
     """`trntui info` lines for the device profiles found (from `describe_device`)."""
     out: list[str] = []
     for d in entries:
-        facts = [f"schema {d['profile_schema_version']}" if d.get("profile_schema_version") else "no schema version"]
+        facts = [f"schema {truncate(safe_text(d['profile_schema_version']), 40)}" if d.get("profile_schema_version") else "no schema version"]
         if d.get("instance_type"):
             facts.append(str(d["instance_type"]))
         if d.get("pid") is not None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from trntui.report.format import format_bytes
 from trntui.textsafe import safe_text as st
+from trntui.textsafe import truncate
 
 
 def _export_note(e: dict[str, Any]) -> str:
@@ -15,7 +16,7 @@ def _export_note(e: dict[str, Any]) -> str:
     if "events" in e:
         parts.append(f"{e['events']} system events")
     if e.get("schema_version"):
-        parts.append(f"schema {e['schema_version']}")
+        parts.append(f"schema {truncate(st(e['schema_version']), 40)}")  # (a 5,000-digit version is junk)
     if e.get("warnings"):
         parts.append(f"{len(e['warnings'])} Explorer warning(s)")
     return ", ".join(parts)

@@ -317,6 +317,9 @@ def _analyse(export: "DeviceExport", window: Window | None, shift: int, pcores: 
     if not w.whole and export.summary:
         notes.append("the export's Summary covers the whole profile, not this execution: not compared")
     tt = export.summary.get("total_time")
+    if w.whole and tt is not None and tt != 0 and not _positive(tt):  # (1e300, inf, -5: no device time)
+        notes.append(f"Summary.total_time {tt!r:.40} is not a time in seconds (expected a positive number under "
+                     "1e30): not used")
     if w.whole and _positive(tt) and total and abs(tt * 1e9 - total) > 0.01 * total:
         notes.append(f"Summary.total_time is {format_ns(int(tt * 1e9))}, the window {format_ns(total)} (from the first "
                      f"execution's start to the last one's end): busy %, MFU and MBU are over the window; over "

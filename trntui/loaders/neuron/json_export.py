@@ -120,6 +120,27 @@ def _pair_live(records: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]
     return out, {}, skipped
 
 
+MAX_INT_DIGITS = 400
+"""An integer literal longer than this is no id, time or count (int64 has 19 digits): it is read as a float
+(±inf beyond 1e308), so the field is out of range and counted where it is read, never Python's "Exceeds the
+limit (4300 digits) for integer string conversion"."""
+
+
+def _bounded_int(text: str) -> int | float:
+    return int(text) if len(text) <= MAX_INT_DIGITS else float(text)
+
+
+def _parse(path: Path, data: bytes) -> Any:
+    """The export's JSON document; one line naming the file when it is not one this reader can take."""
+    try:
+        return json.loads(data, parse_int=_bounded_int)
+    except RecursionError:
+        raise LoadError(path, "JSON nested too deep to read (an Explorer export nests a few levels: "
+                              "expected an object of event lists)") from None
+    except ValueError as exc:  # (UnicodeDecodeError included)
+        raise LoadError(path, f"not valid JSON ({str(exc)[:200]})") from None
+
+
 def read_json_rows(path: Path, budget: int | None = None) -> tuple[SystemRows, dict[str, Any]]:
     """`budget`: bytes the load may still use; the file is refused while it is read (its inflation is bounded)
     when parsing it could not fit (`memory.NEURON_JSON_FACTOR`)."""
@@ -132,10 +153,7 @@ def read_json_rows(path: Path, budget: int | None = None) -> tuple[SystemRows, d
         raise memory.over_budget(path, int((limit or 0) * memory.NEURON_JSON_FACTOR) + memory.STREAMED_FIXED_BYTES,
                                  budget or 0, "this Neuron JSON export (more than "
                                  f"{memory.fmt(limit or 0)} of JSON)") from None
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise LoadError(path, f"not valid JSON ({exc})") from None
+    doc = _parse(path, data)
     events, meta, skipped = _events_and_meta(doc)
     if not events:
         raise LoadError(path, "no system-trace events found (expected `trace_event`, kind objects or `events`)")
