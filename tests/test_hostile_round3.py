@@ -460,3 +460,62 @@ def test_unexpected_inputs_give_our_line(case, tmp_path, corpus_dir, capsys) -> 
     for fragment in says:
         assert fragment in text, (fragment, text[-2000:])
     assert peak < 400 * MiB, f"{peak / MiB:.0f} MiB"  # (pcore_idx 10^12 once asked for a 29 TiB table)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# class 5 in the Python API: a device profile's SQL tables are read under the run's budget, as `trntui device`
+# and `trntui sql` read them
+# ----------------------------------------------------------------------------------------------------------
+DEVICE_QUERY = ("SELECT engine, count(*) AS n, sum(end_ts - start_ts) AS busy, sum(hbm_read_bytes) AS rd, "
+                "sum(raw_flops) AS flops FROM instructions GROUP BY engine ORDER BY engine")
+
+
+@pytest.fixture(scope="module")
+def hundred_k(tmp_path_factory) -> Path:
+    return _device_export(tmp_path_factory.mktemp("api") / "i-0abc_pid_1_nc_0_session_0", 100_000)
+
+
+def test_api_device_tables_are_refused_over_the_budget_as_the_cli_refuses_them(hundred_k, monkeypatch, capsys) -> None:
+    """A budget the run's profile fits (360 B a row) but its device tables do not (520 B a row, what `trntui
+    device` is refused at): `Run.sql` raises the documented `OverBudget` (a `LoadError`, one line naming the
+    directory) before a table is read; before, the API read the tables with no limit at all."""
+    import trntui
+    from trntui import memory
+    from trntui.errors import LoadError, OverBudget
+
+    rows = 100_001  # the instructions and the Metadata row
+    budget = memory.DEVICE_FIXED_BYTES + rows * (memory.DEVICE_PROFILE_BYTES_PER_ROW + memory.DEVICE_REPORT_BYTES_PER_ROW) // 2
+    run = trntui.load(hundred_k, memory_budget=budget, cache=False)  # the profile fits
+    assert len(run.profile) == 100_000
+    _no_read(monkeypatch)
+    with pytest.raises(OverBudget) as caught:
+        run.sql(DEVICE_QUERY)
+    assert isinstance(caught.value, LoadError)
+    line = str(caught.value)
+    assert "\n" not in line and str(hundred_k) in line and "100,000 instructions and 1 other table row" in line, line
+    assert "over the memory budget" in line
+    # the CLI's `device` and `sql` are refused at the same budget with the same line (sql loads the profile first)
+    monkeypatch.undo()
+    for argv in (("device",), ("sql", "--no-cache")):
+        rc, out, err = run_cli(capsys, *argv, "--memory-budget", str(budget), str(hundred_k),
+                               *((DEVICE_QUERY,) if argv[0] == "sql" else ()))
+        assert rc == 2 and line in err, (argv, err)
+
+
+def test_api_device_tables_inside_the_budget_are_the_clis(hundred_k, capsys) -> None:
+    import trntui
+    from trntui import memory
+
+    budget = memory.DEVICE_FIXED_BYTES + 100_001 * memory.DEVICE_REPORT_BYTES_PER_ROW + MiB
+    got = trntui.load(hundred_k, memory_budget=budget, cache=False).sql(DEVICE_QUERY)
+    rc, out, err = run_cli(capsys, "sql", "--no-cache", "--format", "json", "--memory-budget", str(budget),
+                           str(hundred_k), DEVICE_QUERY)
+    assert rc == 0, err
+    cli = [{k: (v if k == "engine" else int(v)) for k, v in r.items() if k != "run"} for r in json.loads(out)]
+    api = [{k: (v if k == "engine" else int(v)) for k, v in r.items()} for r in got.to_dict("records")]
+    assert api == cli and len(api) == 5 and sum(r["n"] for r in api) == 100_000
+    # and an independent count from the rows written: k % 5 picks the engine, k % 4096 the bytes read
+    k = np.arange(100_000)
+    vector = next(r for r in api if r["engine"] == "vector")
+    assert vector["n"] == 20_000 and vector["busy"] == 8 * 20_000 and vector["rd"] == int((k[k % 5 == 1] % 4096).sum())
+    assert vector["flops"] == int((k[k % 5 == 1] % 1000).sum())

@@ -156,7 +156,9 @@ class Run:
         return follow(self.profile, int(event_id))
 
     def database(self, *, allow_files: bool = False) -> "Database":
-        """This run's SQL database (trntui/query/database.py), made once."""
+        """This run's SQL database (trntui/query/database.py), made once. A Neuron device profile's tables are
+        read under the memory budget as `trntui device` and `trntui sql` read them (`OverBudget`, a `LoadError`
+        naming the directory, before a table is read when they cannot fit)."""
         if self._db is None or self._db.allow_files != allow_files:
             from trntui.query.database import Database, RunData
             from trntui.query.load import device_reader
@@ -164,7 +166,8 @@ class Run:
             if self._db is not None:
                 self._db.close()
             self._db = Database.of([RunData(self.name, self.profile, table=self._tables.get(False),
-                                            device=device_reader(self.found))], allow_files=allow_files)
+                                            device=device_reader(self.found, self.options.budget))],
+                                  allow_files=allow_files)
         return self._db
 
     def sql(self, query: str, *, allow_files: bool = False) -> "pd.DataFrame":
