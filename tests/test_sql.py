@@ -375,3 +375,18 @@ def test_registering_a_run_and_querying_events_lanes_steps_does_not_import_panda
     n, lanes, lane_events, steps, _null_tids, pandas = p.stdout.split()
     assert int(n) == int(lane_events) > 0 and int(lanes) > 0 and int(steps) > 0
     assert pandas == "False"
+
+
+def test_docs_show_each_views_sql_as_it_is():
+    """docs/sql.md prints each built-in view's SQL; it must be the SQL the database runs (the idle_gaps order once
+    changed in trntui/query/views.py only), so a reader who copies it gets the same rows."""
+    import re
+    from pathlib import Path
+
+    from trntui.query.views import VIEWS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "sql.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"```sql\nCREATE VIEW (\w+) AS\n(.*?);\n```", doc, re.S))
+    assert set(blocks) == set(VIEWS)
+    for name, view in VIEWS.items():
+        assert blocks[name].split() == view.sql.split(), f"docs/sql.md's {name} is not the SQL trntui runs"

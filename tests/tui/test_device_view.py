@@ -51,8 +51,11 @@ async def _open_device_view(app, pilot) -> None:
         table = screen.query_one("#device-table", DataTable)
         if table._require_update_dimensions or table._updated_cells:  # noqa: SLF001 - its columns are sized on idle
             return False
-        text = screen_text(app)  # the title, the engines and the first table drawn
-        return "loading the device profile" not in text and screen.tables[0].title.split(" (")[0] in text
+        text = screen_text(app)  # the title, the engines and the first table drawn, with its first row
+        if "loading the device profile" in text or screen.tables[0].title.split(" (")[0] not in text:
+            return False
+        first = str(table.get_row_at(0)[0]).strip()[:10] if table.row_count else ""
+        return not table.row_count or first in text
 
     await settle(pilot, drawn, timeout=90.0)  # (the view loads and analyses the device export in a thread: slow on a loaded box)
     await app.workers.wait_for_complete()

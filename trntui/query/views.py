@@ -53,7 +53,7 @@ FROM (
   WHERE e.tier = 'hardware'
 )
 WHERE start_ns > after_ns
-ORDER BY gap_ns DESC
+ORDER BY gap_ns DESC, run, lane, start_ns
 """,
         ("events", "lanes"),
         "Every idle interval on a hardware lane: from the end of everything before an execution to its start.",
