@@ -375,6 +375,12 @@ def _scheduler(tmp: Path, corpus_dir: Path, address: str) -> list[str]:
     return ["ranks", "--no-cache", "--engine", "dask", "--scheduler", address, str(tmp / "job")]
 
 
+def _kineto(tmp: Path) -> Path:
+    path = tmp / "trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [_OP]}))
+    return path
+
+
 SKIP_PCORE = "Instruction: 1 of 2 rows skipped (1 pcore_idx out of range or not an integer)"
 UNEXPECTED_CASES = {
     # name: (argv from (tmp, corpus_dir), exit code, fragments the output (stdout + stderr) must hold)
@@ -430,6 +436,14 @@ UNEXPECTED_CASES = {
             '1729888371056600000, "duration": %s, "nc_idx": 0}, {"name": "x", "timestamp": 1729888371056700000, '
             '"duration": 5, "process_id": %s}]}') % (BIG, BIG, BIG, _EVENT, BIG, BIG)))], 0,
         ["Skipped 2 input record(s): 2 Neuron values out of the int64 range"]),
+    "--what-if factor of 40 digits": (lambda t, c: ["overview", "--no-cache", "--what-if", "aten::mm=" + "9" * 40 + "x",
+                                                    str(_kineto(t))], 2, ["the factor must be at most 1,000,000x"]),
+    "--what-if time of 40 digits": (lambda t, c: ["overview", "--no-cache", "--what-if", "aten::mm=" + "9" * 40 + "us",
+                                                  str(_kineto(t))], 2, ["the time must be at most 1,000,000 s"]),
+    "--what-if that slows the step down": (lambda t, c: ["overview", "--no-cache", "--what-if", "aten::mm=1000000x",
+                                                         str(_kineto(t))], 0,
+                                           ["path 5,000,000.0 us, predicted step 5,000,000.0 us (adds 4,999,995.0 us, "
+                                            "99999900.0% of the step)"]),
     "100k nested brackets in a Neuron JSON export": (
         lambda t, c: ["summary", "--no-cache", str(_json_export(t, '{"trace_event": [%s, {"x": %s}]}' % (
             _EVENT, "[" * 100_000 + "]" * 100_000)))], 2,

@@ -75,7 +75,8 @@ def section_lines(cp: "CriticalPath", markdown: bool = False, what_ifs: "list[Wh
         d = w.to_dict(cp)
         out += ["", f"What if {', '.join(safe_text(s) for s in w.specs)} ({w.matched} event(s)): path "
                     f"{_us(w.length_ns)} us, predicted step {_us(w.predicted_step_ns)} us "
-                    f"(saves {_us(w.saved_ns)} us, {d['saved_pct_of_step']:.1f}% of the step), then bound by "
+                    f"({'saves' if w.saved_ns >= 0 else 'adds'} {_us(abs(w.saved_ns))} us, "
+                    f"{abs(d['saved_pct_of_step']):.1f}% of the step), then bound by "
                     f"{d['bound_after'] or '—'}"]
         out += ["  " + ", ".join(f"{b} {v:.1f}%" for b, v in d["breakdown_pct"].items() if v)]
     for n in cp.notes:

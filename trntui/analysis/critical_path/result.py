@@ -236,6 +236,10 @@ class CriticalPath:
 # what-if
 
 _SPEC_RX = re.compile(r"^\s*(.+?)\s*=\s*([0-9]*\.?[0-9]+)\s*(x|ns|us|µs|ms|s)\s*$")
+MAX_WHAT_IF_FACTOR = 1e6
+"""The largest what-if factor (a million times longer: the path's weights stay far inside int64 ns)."""
+MAX_WHAT_IF_NS = 10**15
+"""The longest what-if time, ns (11.6 days for one event)."""
 _UNIT_NS = {"ns": 1, "us": 1000, "µs": 1000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -247,8 +251,13 @@ def parse_what_if(spec: str) -> tuple[str, float, bool]:
                           "'aten::mul=100us', 'kernels=0.8x', 'path=0.5x')")
     name, num, unit = m.group(1), float(m.group(2)), m.group(3)
     if unit == "x":
+        if num > MAX_WHAT_IF_FACTOR:  # (a 40-digit factor wrapped the int64 weights: "saves 100% of the step")
+            raise TrntuiError(f"--what-if {spec[:80]!r}: the factor must be at most {MAX_WHAT_IF_FACTOR:,.0f}x")
         return name, num, True
-    return name, num * _UNIT_NS[unit], False
+    ns = num * _UNIT_NS[unit]
+    if ns > MAX_WHAT_IF_NS:
+        raise TrntuiError(f"--what-if {spec[:80]!r}: the time must be at most {MAX_WHAT_IF_NS // 10**9:,} s")
+    return name, ns, False
 
 
 def apply_what_if(cp: CriticalPath, specs: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
