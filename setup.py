@@ -1,4 +1,5 @@
-"""The optional compiled column builder for Kineto traces (trntui/loaders/kineto/_scan.c).
+"""The optional compiled code: the column builder for Kineto traces (trntui/loaders/kineto/_scan.c) and the
+model's array kernels (trntui/model/_kernels.c).
 
 Built by `pip install .` / `pip install -e .` where a C compiler is available; where it is not (or with
 TRNTUI_NO_EXT=1 in the environment) the build is skipped and trntui uses its pure-Python loader, which gives the
@@ -32,6 +33,14 @@ if os.environ.get("TRNTUI_NO_EXT", "") in ("", "0"):
         Extension(
             "trntui.loaders.kineto._scan",
             sources=["trntui/loaders/kineto/_scan.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        )
+    )
+    ext_modules.append(
+        Extension(
+            "trntui.model._kernels",
+            sources=["trntui/model/_kernels.c"],
             extra_compile_args=["-O3"],
             optional=True,
         )

@@ -92,7 +92,7 @@ def each_kineto_parser(request, monkeypatch):
     monkeypatch.setenv("TRNTUI_NO_CACHE", "1")
     assert parser_name() == want
     calls = []
-    real = compiled.part_of_text
+    real = compiled.part_of_scan
 
     def counted(*args, **kwargs):
         calls.append(1)

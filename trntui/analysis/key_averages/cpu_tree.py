@@ -12,6 +12,7 @@ from trntui.analysis.key_averages.names import _rewritten_name_ids
 from trntui.analysis.links import Links, thread_codes
 from trntui.model import categories as C
 from trntui.model.arrays import distinct, small_uint
+from trntui.model.kernels import kernel
 from trntui.model.memory_events import MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME
 from trntui.model.profile import EventKind, Profile, chain_lengths
 
@@ -383,6 +384,20 @@ def _stack_parents(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray
     event skipped by that rule was popped by a nearer one that also qualifies. Found by pointer jumping:
     from the previous event, follow current estimates (every event jumped over ends too early for us too).
     """
+    m = len(s)
+    fast = kernel()
+    if fast is not None and m > 1:  # the stack itself, in one compiled pass (trntui/model/_kernels.c): same result
+        out = np.empty(m, np.int64)
+        new_thread = np.empty(m, np.uint8)
+        new_thread[0] = 1
+        np.not_equal(keys[1:], keys[:-1], out=new_thread[1:], casting="unsafe")
+        fast.stack_parents(new_thread, np.ascontiguousarray(s, np.int64), np.ascontiguousarray(e, np.int64), out)
+        return out
+    return stack_parents_numpy(keys, s, e)
+
+
+def stack_parents_numpy(keys: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """`_stack_parents` in numpy (the fallback where the compiled kernel is not built)."""
     m = len(s)
     cand = np.full(m, -1, np.int64)
     if m < 2:

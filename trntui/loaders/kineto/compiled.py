@@ -33,7 +33,17 @@ from trntui.loaders.kineto.parser import _scan
 def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
     """`part_of(list_decoder.decode(b"[" + piece + b"]"), links, base)` from the piece's text in one compiled pass;
     None when the piece needs the Python path (see the module's text)."""
-    got = _scan.scan(piece)
+    return part_of_scan(scan_text(piece), piece, links, base)
+
+
+def scan_text(piece: Any) -> Any:
+    """The compiled pass over a piece's text (`_scan.scan`: no Python object per event, the GIL released, so
+    pieces can be scanned on other threads, chunks.py); `part_of_scan` turns its result into the `Part`."""
+    return _scan.scan(piece)
+
+
+def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0) -> Part | None:
+    """The `Part` of a piece from `scan_text(piece)` (None: the piece needs the Python path)."""
     if got is None:
         return None
     (n, ph_b, ts_b, dur_b, pid_b, tid_b, cat_b, name_b, as_b, ae_b, blob, cat_u, name_u,
