@@ -25,6 +25,7 @@ from trntui.loaders.kineto.columns import (
 from trntui.loaders.kineto.link_ids import link_columns
 from trntui.loaders.kineto.schema import ABSENT, PH, list_decoder
 from trntui.model.args import ArgsStore
+from trntui.model.arrays import distinct
 from trntui.model.profile import NO_ID
 
 from trntui.loaders.kineto.parser import _scan
@@ -142,7 +143,7 @@ def _firsts(firsts_b: Any, strings: list[str]) -> tuple[Any, np.ndarray]:
             keys = np.fromiter(values, np.int64, count=len(values))
         except (TypeError, ValueError, OverflowError):
             return values, np.arange(len(values), dtype=np.int64)
-    u = np.unique(keys)
+    u = distinct(keys)  # (np.unique would import numpy.ma, ~5 ms, on its first call: model/arrays.py)
     return u, np.searchsorted(u, keys)
 
 
