@@ -56,7 +56,7 @@ def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0) -> Pa
     other: list[Any] = []
     if len(os_b):  # the M, B and E events, decoded with msgspec from their own text
         starts, ends = np.frombuffer(os_b, np.int64).tolist(), np.frombuffer(oe_b, np.int64).tolist()
-        text = bytes(piece) if not isinstance(piece, bytes) else piece
+        text = piece if isinstance(piece, bytes) else memoryview(piece)  # (slices of a view: no copy of the piece)
         try:
             other = list_decoder.decode(b"[" + b",".join([text[a:e] for a, e in zip(starts, ends)]) + b"]")
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
