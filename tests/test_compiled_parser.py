@@ -243,3 +243,63 @@ def test_a_load_decodes_in_one_process(parser: str, monkeypatch: pytest.MonkeyPa
     plain.write_bytes(gzip.decompress((DATA / "cuda_ns_resolution_68k.json.gz").read_bytes()))
     other = "python" if parser == "compiled" else "compiled"
     assert _load(plain, parser, monkeypatch) == _load(plain, other, monkeypatch)
+
+
+def _many_pieces(tmp_path: Path, left: str) -> Path:
+    """A plain trace of ~60 pieces at 4 KB each; `left` names the piece holding one event the builder leaves to the
+    Python path (a duplicate field, which msgspec reads: the last one counts): none, the first, one in the middle or
+    the last."""
+    texts = []
+    for i in range(3000):
+        cat = "cuda_runtime" if i % 7 == 0 else "cpu_op"
+        texts.append(json.dumps({"ph": "X", "name": f"op{i % 13}", "cat": cat, "pid": 1 + i % 3, "tid": 10 + i % 2,
+                                 "ts": i * 3 + 0.5, "dur": 2, "args": {"External id": i, "correlation": i // 2}}))
+    at = {"none": None, "first": 0, "middle": 1500, "last": 2999}[left]
+    if at is not None:
+        texts[at] = '{"name": "first of two", ' + texts[at][1:]
+        assert parser._scan.scan(memoryview(texts[at].encode())) is None
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [' + ",\n".join(texts) + '], "baseTimeNanoseconds": 1000}', encoding="utf-8")
+    return p
+
+
+@needs_ext
+@pytest.mark.parametrize("left", ["none", "first", "middle", "last"])
+def test_pieces_scanned_ahead_on_threads_give_the_sequential_result(
+    left: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled scans of the next pieces run on threads (chunks._ScanAhead); the profile is the one the
+    sequential loop gives (one core: no threads) and the Python path's, also where a piece is left to Python."""
+    from trntui.loaders.kineto import chunks, load
+
+    monkeypatch.setattr(load, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 4 << 10)
+    path = _many_pieces(tmp_path, left)
+    started: list[str] = []
+    real_scan = chunks._Scan.run
+
+    def run(self) -> None:
+        started.append(self.name)
+        real_scan(self)
+
+    by_python: list[int] = []
+    real_decode = chunks._decode_chunk
+
+    def decode(inner: memoryview, pos: int):
+        by_python.append(pos)
+        return real_decode(inner, pos)
+
+    monkeypatch.setattr(chunks._Scan, "run", run)
+    monkeypatch.setattr(chunks, "_decode_chunk", decode)
+    monkeypatch.setattr(chunks, "_threads", lambda: 2)
+    threaded = _load(path, "compiled", monkeypatch)
+    assert len(started) > 20 and set(started) == {"trntui-scan"}
+    assert len(by_python) == (0 if left == "none" else 1), "the piece with the duplicate field took msgspec's decode"
+    assert not [t for t in __import__("threading").enumerate() if t.name == "trntui-scan"], "a scan outlived the load"
+    started.clear()
+    monkeypatch.setattr(chunks, "_threads", lambda: 1)
+    sequential = _load(path, "compiled", monkeypatch)
+    assert not started
+    python = _load(path, "python", monkeypatch)
+    assert isinstance(threaded, dict)
+    assert threaded == sequential == python
