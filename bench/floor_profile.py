@@ -6,9 +6,9 @@ bench/RESULTS.md's issue-20 section.
     python bench/floor_profile.py --split        # also the in-process CPU split of the decode (msgspec vs columns)
 
 Phases: each run is a fresh process (as in bench/floor_ratio.py: compiled bytecode, the bench's cache directory)
-that marks wall and CPU time between the steps of the summary: imports, run discovery, the (two-process) decode,
+that marks wall and CPU time between the steps of the summary: imports, run discovery, the decode (the compiled scan on threads, or msgspec),
 the merge of the pieces, `finish`, links, key_averages and printing; the floor's process marks its import, read and
-decode. The child of the two-process decode reports its CPU time at the end (RUSAGE_CHILDREN). Medians of the runs.
+decode. Medians of the runs.
 
 Split (`--split`, in one process, CPU time, best of runs): msgspec over trntui's decode pieces against the floor's
 decode of the whole file, then the same pieces turned into columns (`columns.part_of`, link ids only where the
@@ -42,7 +42,7 @@ def _trntui_phases(trace: str) -> dict[str, list[float]]:
 
     import gc
 
-    from trntui import cli, prefetch, settings
+    from trntui import cli, settings
 
     gc.set_threshold(cli.GC_FIRST_GENERATION, *gc.get_threshold()[1:])  # as trntui/cli.py `entry` does
     settings.numpy_with_one_blas_thread()  # as trntui/cli.py does before a command runs
@@ -53,8 +53,6 @@ def _trntui_phases(trace: str) -> dict[str, list[float]]:
     import trntui.model.builder as builder
     from trntui.session import LoadOptions, find_runs, load_run
 
-    # as `trntui summary` does: what it needs after the load is imported beside the forked decoder
-    prefetch.after_load("trntui.analysis.key_averages", "trntui.report")
     mark(PHASES[1])
     add_parts, finish = load.add_parts, builder.ProfileBuilder.finish
 
@@ -88,10 +86,6 @@ def _trntui_phases(trace: str) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for (_, w0, c0), (label, w1, c1) in zip(marks, marks[1:]):
         out[label] = [w1 - w0, c1 - c0]
-    import resource
-
-    child = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out["decoder child CPU"] = [0.0, child.ru_utime + child.ru_stime]
     out["total (from the first mark)"] = [marks[-1][1] - marks[0][1], marks[-1][2] - marks[0][2]]
     return out
 
