@@ -270,6 +270,8 @@ def test_pieces_scanned_ahead_on_threads_give_the_sequential_result(
 ) -> None:
     """The compiled scans of the next pieces run on threads (chunks._ScanAhead); the profile is the one the
     sequential loop gives (one core: no threads) and the Python path's, also where a piece is left to Python."""
+    import threading
+
     from trntui.loaders.kineto import chunks, load
 
     monkeypatch.setattr(load, "_MAP_MIN_BYTES", 0)
@@ -295,7 +297,7 @@ def test_pieces_scanned_ahead_on_threads_give_the_sequential_result(
     threaded = _load(path, "compiled", monkeypatch)
     assert len(started) > 20 and set(started) == {"trntui-scan"}
     assert len(by_python) == (0 if left == "none" else 1), "the piece with the duplicate field took msgspec's decode"
-    assert not [t for t in __import__("threading").enumerate() if t.name == "trntui-scan"], "a scan outlived the load"
+    assert not [t for t in threading.enumerate() if t.name == "trntui-scan"], "a scan outlived the load"
     started.clear()
     monkeypatch.setattr(chunks, "_threads", lambda: 1)
     sequential = _load(path, "compiled", monkeypatch)
