@@ -6,9 +6,9 @@ bench/RESULTS.md's issue-20 section.
     python bench/floor_profile.py --split        # also the in-process CPU split of the decode (msgspec vs columns)
 
 Phases: each run is a fresh process (as in bench/floor_ratio.py: compiled bytecode, the bench's cache directory)
-that marks wall and CPU time between the steps of the summary: imports, run discovery, the decode (the compiled scan on threads, or msgspec),
-the merge of the pieces, `finish`, links, key_averages and printing; the floor's process marks its import, read and
-decode. Medians of the runs.
+that marks wall and CPU time between the steps of the summary: imports, run discovery, the decode (the compiled
+scan on threads, or msgspec), the merge of the pieces, `finish`, links, key_averages and printing; the floor's
+process marks its import, read and decode. Medians of the runs.
 
 Split (`--split`, in one process, CPU time, best of runs): msgspec over trntui's decode pieces against the floor's
 decode of the whole file, then the same pieces turned into columns (`columns.part_of`, link ids only where the
