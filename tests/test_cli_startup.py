@@ -32,3 +32,25 @@ def test_numpy_has_no_blas_worker_threads_and_the_environment_is_untouched() -> 
 def test_a_users_blas_setting_is_kept() -> None:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
     assert _probe(env)[1] == "2"
+
+
+HELD = (
+    "import os, sys; from trntui import settings; settings.hold_one_blas_thread(); "
+    "held = os.environ.get('OPENBLAS_NUM_THREADS'); import trntui.session; "
+    "early = 'numpy' in sys.modules; settings.numpy_with_one_blas_thread(); "
+    "print(held, early, len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))"
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_cli_holds_one_blas_thread_until_numpy_is_imported_then_lets_go() -> None:
+    """The CLI no longer imports numpy first (a load begins its scans before the import, early.py): it holds
+    OPENBLAS_NUM_THREADS=1 until the import, finding runs imports no numpy, and the variable goes with the import."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", HELD], env=env, capture_output=True, text=True, check=True)
+    held, early, threads, after = out.stdout.split()
+    assert held == "1" and early == "False"
+    assert threads == "1" and after == "None"
+    env["OPENBLAS_NUM_THREADS"] = "3"  # the user's choice: never held, never removed
+    out = subprocess.run([sys.executable, "-c", HELD], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[0] == "3" and out.stdout.split()[3] == "3"

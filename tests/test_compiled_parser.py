@@ -231,13 +231,13 @@ def test_a_load_decodes_in_one_process(parser: str, monkeypatch: pytest.MonkeyPa
     import gzip
     import os
 
-    from trntui.loaders.kineto import chunks, load
+    from trntui.loaders.kineto import chunks, early
 
     def no_fork() -> int:
         raise AssertionError("a Kineto load forked a process")
 
     monkeypatch.setattr(os, "fork", no_fork)
-    monkeypatch.setattr(load, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(early, "_MAP_MIN_BYTES", 0)
     monkeypatch.setattr(chunks, "_CHUNK_BYTES", 256 << 10)
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress((DATA / "cuda_ns_resolution_68k.json.gz").read_bytes()))
@@ -272,9 +272,9 @@ def test_pieces_scanned_ahead_on_threads_give_the_sequential_result(
     sequential loop gives (one core: no threads) and the Python path's, also where a piece is left to Python."""
     import threading
 
-    from trntui.loaders.kineto import chunks, load
+    from trntui.loaders.kineto import chunks, early
 
-    monkeypatch.setattr(load, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(early, "_MAP_MIN_BYTES", 0)
     monkeypatch.setattr(chunks, "_CHUNK_BYTES", 4 << 10)
     path = _many_pieces(tmp_path, left)
     started: list[str] = []

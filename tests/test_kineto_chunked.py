@@ -11,6 +11,7 @@ import pytest
 
 from trntui.loaders import kineto
 from trntui.loaders.kineto import chunks as kchunks
+from trntui.loaders.kineto import early as kearly
 from trntui.loaders.kineto import load as kload
 from trntui.loaders.files import read_bytes
 from trntui.model.builder import ProfileBuilder
@@ -121,19 +122,19 @@ def test_mapped_plain_file_identical(tmp_path, corpus_dir, monkeypatch, parser) 
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress((corpus_dir / "cuda_ns_resolution_68k.json.gz").read_bytes()))
     _use_parser(monkeypatch, parser)
-    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(kearly, "_MAP_MIN_BYTES", 1 << 62)
     read = kineto.load_kineto(plain)
     mapped_calls = []
     real = kload._load_mapped
     monkeypatch.setattr(kload, "_load_mapped", lambda *a, **k: mapped_calls.append(r := real(*a, **k)) or r)
-    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(kearly, "_MAP_MIN_BYTES", 0)
     assert_same(kineto.load_kineto(plain), read)
     assert mapped_calls == [True]
     cut = tmp_path / "cut.json"
     cut.write_bytes(plain.read_bytes()[: plain.stat().st_size // 2])
-    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(kearly, "_MAP_MIN_BYTES", 1 << 62)
     want = kineto.load_kineto(cut)
-    monkeypatch.setattr(kload, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(kearly, "_MAP_MIN_BYTES", 0)
     got = kineto.load_kineto(cut)
     assert mapped_calls[-1] is False  # not plain valid JSON: the whole-file path recovered it
     assert_same(got, want)

@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
+        from trntui import settings
+
+        settings.release_blas_hold()  # (a command that never imported numpy: the embedder's environment as it was)
         restore_streams(streams)
 
 
@@ -107,12 +110,12 @@ def _main(argv: list[str] | None) -> int:
     argv_ = sys.argv[1:] if argv is None else argv
     word = _command_word(argv_)
     if word in COMMAND_MODULES and word != "profile":
-        # every command but `profile` (whose workload keeps its BLAS) reads traces with numpy; imported here,
-        # before the arguments are parsed, because checking them can import it: numpy imported there would
-        # start OpenBLAS's threads
+        # every command but `profile` (whose workload keeps its BLAS) reads traces with numpy: it gets one BLAS
+        # thread wherever it is first imported (checking the arguments can import it; a load imports it once its
+        # first scans have started: trntui/loaders/kineto/early.py), and the variable goes once it is imported
         from trntui import settings
 
-        settings.numpy_with_one_blas_thread()
+        settings.hold_one_blas_thread()
     parser = build_parser(word)  # a known command: its parser only (no command or a typo: all, to list them)
     args = parser.parse_args(argv)  # a bad argument: one line naming it (commands/options.py), exit 2, no work
     if not getattr(args, "func", None):

@@ -14,17 +14,19 @@ analysis hooks live in `trntui/analysis/` and are attached to it here, the one m
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trntui.errors import LoadError
 from trntui.loaders import kineto, neuron, neuron_device
 from trntui.loaders.discover import Group, Run
 from trntui.loaders.protocol import LoadOptions, TraceFormat
-from trntui.model.builder import ProfileBuilder
-from trntui.model.profile import AnalysisHooks, Profile, ProfileMeta
+
+if TYPE_CHECKING:  # (the model imports numpy: `read_run` imports it once its format has begun the load)
+    from trntui.model.builder import ProfileBuilder
+    from trntui.model.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class WithHooks:
 
     def find_runs(self, path: Path) -> list[Run]:
         return self.format.find_runs(path)
+
+    def begin(self, run: Run, options: LoadOptions) -> AbstractContextManager[None]:
+        return begin_load(self.format, run, options)
 
     def load(self, run: Run, builder: ProfileBuilder, options: LoadOptions) -> None:
         self.format.load(run, builder, options)
@@ -178,7 +183,13 @@ def read_run(run: Run, options: LoadOptions | None = None) -> Profile:
     """Read every readable file of one run into one `Profile` (no cache: see trntui/session.py)."""
     options = (options or LoadOptions(cache=False)).resolved()
     fmt = format_of(run)
-    with reporting(options):
+    with reporting(options), begin_load(fmt, run, options):
+        from trntui import settings
+
+        settings.numpy_with_one_blas_thread()  # (now, beside the scans the format has begun)
+        from trntui.model.builder import ProfileBuilder
+        from trntui.model.profile import ProfileMeta
+
         builder = ProfileBuilder(ProfileMeta())
         fmt.load(run, builder, options)
         profile = builder.finish()
@@ -186,8 +197,17 @@ def read_run(run: Run, options: LoadOptions | None = None) -> Profile:
     return profile
 
 
+def begin_load(fmt: Any, run: Run, options: LoadOptions) -> AbstractContextManager[None]:
+    """The format's optional `begin(run, options)`: what its load can start before the model (numpy) is imported,
+    for the block around the load (trntui/loaders/protocol.py); else nothing."""
+    begin = getattr(fmt, "begin", None)
+    return begin(run, options) if begin is not None else nullcontext()
+
+
 def finish(run: Run, profile: Profile) -> None:
     """What a loaded profile of `run` gets, fresh or from the cache: its format's hooks and the run's metadata."""
+    from trntui.model.profile import AnalysisHooks
+
     hooks = AnalysisHooks()
     fmts = [format_of(m) for m in (run.source or [])] if run.format == MERGED.name else [format_of(run)]
     for fmt in dict.fromkeys(fmts, None):

@@ -9,13 +9,15 @@ documented user variables, read here, once per call (trntui/settings.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trntui.errors import LoadError
 from trntui.formats import find_runs, finish, inputs_of, read_run, reporting
 from trntui.loaders.discover import Run
 from trntui.loaders.protocol import LoadOptions
-from trntui.model.profile import Profile
+
+if TYPE_CHECKING:  # (the model imports numpy: formats.py `read_run` imports it once the load has begun)
+    from trntui.model.profile import Profile
 
 __all__ = ["LoadOptions", "Run", "cached", "find_runs", "load_path", "load_profile", "load_run"]
 

@@ -16,8 +16,9 @@ environment, and nothing writes it (one exception, below).
 - `TRNTUI_DEBUG=1`: unexpected errors show their traceback.
 - `COLUMNS` (the shell's): the width headless tables fit (trntui/report/format.py `terminal_width`).
 
-The exception: a variable that is not trntui's is set for a moment, `OPENBLAS_NUM_THREADS=1` while the CLI
-imports numpy (`numpy_with_one_blas_thread`, `one_blas_thread`), then removed again.
+The exception: a variable that is not trntui's is set for a while, `OPENBLAS_NUM_THREADS=1` from the CLI's start
+until numpy is imported (`hold_one_blas_thread`, `numpy_with_one_blas_thread`, `one_blas_thread`), then removed
+again.
 """
 
 from __future__ import annotations
@@ -102,16 +103,39 @@ def convert_timeout() -> float:
     return value if value > 0 else DEFAULT_CONVERT_TIMEOUT_S
 
 
+_held: list[bool] = []
+"""True while `hold_one_blas_thread` has set the variable (removed by `release_blas_hold`)."""
+
+
+def hold_one_blas_thread() -> None:
+    """`OPENBLAS_NUM_THREADS=1` from now until numpy is imported (`numpy_with_one_blas_thread`, which removes it
+    again), unless the user chose a number or numpy is already loaded. The CLI calls this first, instead of
+    importing numpy at once: the load then starts its first compiled scans before numpy is imported, and the
+    import (~60 ms) runs beside them (trntui/loaders/kineto/early.py). Processes started while the variable is
+    held (trntui's own workers, before their parent's first load) get one BLAS thread too, as they want."""
+    if _held or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    _held.append(True)
+
+
+def release_blas_hold() -> None:
+    """Remove the variable `hold_one_blas_thread` set, if it did."""
+    if _held:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+        _held.clear()
+
+
 def numpy_with_one_blas_thread() -> None:
     """Import numpy with one BLAS thread, unless the user chose a number or numpy is already loaded. trntui does no
     linear algebra, and OpenBLAS starts a worker thread per extra core that spins ~0.1 s of a core at start-up
-    (numpy's import: 0.23 -> 0.11 s CPU on a 2-core box), the core the forked decoder needs. The variable is
+    (numpy's import: 0.23 -> 0.11 s CPU on a 2-core box), the core the scan threads need. The variable is
     removed right after the import (OpenBLAS reads it only when it loads), so processes trntui starts get the
     user's environment; `trntui profile` does not call this (the profiled workload keeps its BLAS threads)."""
-    if "numpy" in sys.modules:
-        return
-    with one_blas_thread():
-        import numpy  # noqa: F401
+    if "numpy" not in sys.modules:
+        with one_blas_thread():
+            import numpy  # noqa: F401
+    release_blas_hold()
 
 
 @contextmanager

@@ -60,6 +60,8 @@ async def _open_device_view(app, pilot) -> None:
     await settle(pilot, drawn, timeout=90.0)  # (the view loads and analyses the device export in a thread: slow on a loaded box)
     await app.workers.wait_for_complete()
     await pilot.pause()
+    # a worker that ended after the first wait may have refilled the table (its columns re-sized on idle): drawn again
+    await settle(pilot, drawn, timeout=90.0)
 
 
 async def test_device_view_from_the_hardware_lane() -> None:

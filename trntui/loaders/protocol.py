@@ -9,6 +9,11 @@ A format is a package under `trntui/loaders/` whose `FORMAT` object has:
 - `inputs(run)`: every file the load reads (the parsed-profile cache is keyed by them), None when they are not
   known (the run is then never cached);
 
+may have `begin(run, options)`: a context manager the load runs inside, entered before the model (and numpy) is
+imported, so the format can start work that needs neither (the Kineto format maps a big trace and starts its
+first compiled scans: trntui/loaders/kineto/early.py); it must import no numpy and give the same profile as a
+load without it;
+
 and may have analysis hooks (attached in trntui/formats.py, implemented in `trntui/analysis/`, called through
 `Profile.hooks` so analysis never imports a loader):
 

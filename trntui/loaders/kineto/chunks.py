@@ -8,6 +8,7 @@ path with its fallbacks for damaged input (tolerant.py)."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 from collections import deque
@@ -15,16 +16,35 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from trntui.loaders.kineto.columns import Part, clock_base, part_of
-from trntui.loaders.kineto.compiled import part_of_scan as compiled_part
-from trntui.loaders.kineto.compiled import scan_text
-from trntui.loaders.kineto.parser import enabled
+from trntui.loaders.kineto.parser import _scan, enabled
 from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, array_span
-from trntui.loaders.kineto.schema import Ev
+from trntui.loaders.kineto.schema import Ev, clock_base
 from trntui.progress import report
 
 if TYPE_CHECKING:
+    from trntui.loaders.kineto.columns import Part
     from trntui.loaders.kineto.streaming import Stream
+
+
+def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
+    """columns.part_of (imported on first use: this module imports no numpy, so a load can begin its scans
+    before numpy is imported, early.py)."""
+    from trntui.loaders.kineto.columns import part_of as columns_part
+
+    return columns_part(events, links, base)
+
+
+def compiled_part(got: Any, piece: Any, links: bool = False, base: int = 0) -> Part | None:
+    """compiled.part_of_scan (imported on first use, as `part_of`)."""
+    from trntui.loaders.kineto.compiled import part_of_scan
+
+    return part_of_scan(got, piece, links, base)
+
+
+def scan_text(piece: Any) -> Any:
+    """The compiled pass over a piece's text (`_scan.scan`: no Python object per event, the GIL released, so
+    pieces are scanned on other threads); `compiled_part` turns its result into the `Part`."""
+    return _scan.scan(piece)
 
 
 _CHUNK_BYTES = 16 << 20
@@ -45,24 +65,35 @@ def _first_cut(inner: memoryview, pos: int) -> tuple[int, int]:
     return size, size
 
 
-_AHEAD = 2
-"""Pieces the compiled builder scans ahead, on threads (its scan releases the GIL), while this thread turns the
-earlier ones into `Part`s in order."""
+_THREADS = 2
+"""Scans running at once at most (one per core, two at most: this thread turns their results into `Part`s)."""
+
+_AHEAD_PIECES = 64
+"""Pieces scanned ahead of the one being turned into its `Part`, at most (a streamed load: `_AHEAD_STREAMED`).
+Their columns are kept anyway (every `Part` is), and each scan gives back the pages of its piece of a memory map
+as it ends, so ahead only costs what the scans hold while they run; it lets them run on while this thread does
+something else (imports numpy: early.py)."""
+
+_AHEAD_STREAMED = 2
+"""Pieces ahead in a load streamed under a memory budget (each chunk's args go to disk as it is taken)."""
 
 
 def _threads() -> int:
     try:
-        return min(_AHEAD, len(os.sched_getaffinity(0)))
+        return min(_THREADS, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        return min(_AHEAD, os.cpu_count() or 1)
+        return min(_THREADS, os.cpu_count() or 1)
 
 
 class _Scan(threading.Thread):
-    """One piece's compiled scan on its own thread (`scan_text` releases the GIL while it reads)."""
+    """One piece's compiled scan on its own thread (`scan_text` releases the GIL while it reads); when it ends, it
+    gives back its piece's pages and starts the scans of the next pieces (`_ScanAhead.ended`)."""
 
-    def __init__(self, piece: memoryview) -> None:
+    def __init__(self, owner: _ScanAhead, piece: memoryview, at: int) -> None:
         super().__init__(name="trntui-scan", daemon=True)
+        self.owner = owner
         self.piece: memoryview | None = piece
+        self.at = at
         self.got: Any = None
         self.error: BaseException | None = None
         self.start()
@@ -73,7 +104,9 @@ class _Scan(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that asked (MemoryError)
             self.error = exc
         finally:
+            n = len(self.piece) if self.piece is not None else 0
             self.piece = None
+            self.owner.ended(self.at, n)
 
     def result(self) -> Any:
         self.join()
@@ -83,39 +116,83 @@ class _Scan(threading.Thread):
 
 
 class _ScanAhead:
-    """The compiled scans of the next pieces, started on threads before they are asked for: `take(inner, pos)`
-    gives (end, next start, scan result) of the piece at `pos`, as `_first_cut` and `scan_text` would give them
-    here, and starts the scans of the pieces after it. The pieces and their order are the sequential loop's: a
-    result is used only for the very piece (`inner`, `pos`) it was scanned for, so a piece the builder leaves (the
-    loop then goes its own way from there) only discards what was scanned ahead. One core: no threads.
-    Measured (issue 32, bench/RESULTS.md): the 2M trace's load 0.4 s shorter on two cores, the same CPU."""
+    """The compiled scans of the next pieces, on threads: `take(inner, pos)` gives (end, next start, scan result)
+    of the piece at `pos`, as `_first_cut` and `scan_text` would give them here. Up to `_threads()` scans run at
+    once; each one, as it ends, starts the next pieces' (up to `ahead` pieces not yet taken), so the scans go on
+    while this thread is busy elsewhere. The pieces and their order are the sequential loop's: a result is used
+    only for the very piece (`inner`, `pos`) it was scanned for, so a piece the builder leaves (the loop then goes
+    its own way from there) only discards what was scanned ahead. One core: no threads.
 
-    def __init__(self) -> None:
-        self.threaded = _threads() > 1
+    `drop(a, e)`: gives back the pages of bytes [a, e) of the inside of the array (`inner`) once scanned (a memory
+    map: the `Part` needs only the few M/B/E events' text of its piece after the scan, re-read if dropped)."""
+
+    def __init__(self, ahead: int = _AHEAD_PIECES, drop: Any = None) -> None:
+        self.threads = _threads()
+        self.threaded = self.threads > 1
+        self.ahead = max(1, ahead)
+        self.drop = drop
+        self.lock = threading.Lock()
         self.queue: deque[tuple[memoryview, int, int, int, _Scan]] = deque()
+        self.inner: memoryview | None = None
+        self.next_pos = 0
+        self.running = 0
+        self.stopped = False
 
     def take(self, inner: memoryview, pos: int) -> tuple[int, int, Any]:
         if not self.threaded:
             end, nxt = _first_cut(inner, pos)
             return end, nxt, scan_text(inner[pos:end])
-        if self.queue and not (self.queue[0][0] is inner and self.queue[0][1] == pos):
+        with self.lock:
+            here = bool(self.queue) and self.queue[0][0] is inner and self.queue[0][1] == pos
+        if not here:
             self.close()
-        if not self.queue:
-            self._start(inner, pos)
-        while len(self.queue) < _AHEAD + 1 and self.queue[-1][3] < len(inner):
-            self._start(inner, self.queue[-1][3])
-        _, _, end, nxt, scan = self.queue.popleft()
+            self.prime(inner, pos)
+        with self.lock:
+            _, _, end, nxt, scan = self.queue.popleft()
+            self._fill()
         return end, nxt, scan.result()
 
-    def _start(self, inner: memoryview, pos: int) -> None:
-        end, nxt = _first_cut(inner, pos)
-        self.queue.append((inner, pos, end, nxt, _Scan(inner[pos:end])))
+    def prime(self, inner: memoryview, pos: int) -> None:
+        """Start the scans of the piece at `pos` and the ones after it now (early.py: before numpy is imported)."""
+        if not self.threaded:
+            return
+        with self.lock:
+            if self.queue:
+                return
+            self.stopped = False
+            self.inner, self.next_pos = inner, pos
+            self._fill()
+
+    def _fill(self) -> None:
+        """Start scans while fewer than `threads` run and fewer than `ahead` pieces wait (the lock held)."""
+        inner = self.inner
+        while (not self.stopped and inner is not None and self.running < self.threads
+               and len(self.queue) < self.ahead and self.next_pos < len(inner)):
+            pos = self.next_pos
+            end, nxt = _first_cut(inner, pos)
+            self.running += 1
+            self.queue.append((inner, pos, end, nxt, _Scan(self, inner[pos:end], pos)))
+            self.next_pos = nxt
+
+    def ended(self, at: int, n: int) -> None:
+        """A scan (of the `n` bytes at `at`) ended: its pages given back, the next scans started."""
+        if self.drop is not None and n:
+            try:
+                self.drop(at, at + n)
+            except (OSError, ValueError):  # (the map closed, or madvise refused: the pages stay)
+                pass
+        with self.lock:
+            self.running -= 1
+            self._fill()
 
     def close(self) -> None:
-        """Wait for the scans still running (none may outlive the load: they read its memory map)."""
-        for *_, scan in self.queue:
+        """Stop starting scans and wait for the ones running (none may outlive the load: they read its data)."""
+        with self.lock:
+            self.stopped = True
+            scans = [q[4] for q in self.queue]
+            self.queue.clear()
+        for scan in scans:
             scan.join()
-        self.queue.clear()
 
 
 def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
@@ -137,31 +214,82 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
     raise _NotChunkable
 
 
-def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part], dict[str, Any]] | None:
+class Opened:
+    """A document split as head + event array + tail (`open_array`): the array's `[` at `a`, its first candidate
+    end `e` (`]`) with the top-level metadata, the later candidates (`ends`), a view of the data and of the array's
+    inside, and the compiled scans of its pieces (`ahead`; None on the Python path)."""
+
+    __slots__ = ("a", "ends", "e", "top_meta", "data", "view", "inner", "ahead")
+
+    def __init__(self, data: Any, a: int, ends: Any, e: int, top_meta: dict[str, Any], scan: bool, ahead: int) -> None:
+        self.a, self.ends, self.e, self.top_meta = a, ends, e, top_meta
+        self.data = data if isinstance(data, mmap.mmap) and hasattr(data, "madvise") else None
+        self.view = memoryview(data)
+        self.inner = self.view[a + 1 : e]
+        self.ahead = _ScanAhead(ahead, self._drop if self.data is not None else None) if scan else None
+
+    def _drop(self, a: int, e: int) -> None:
+        """Give back the pages of bytes [a, e) of the array's inside (re-read from the file if touched again)."""
+        page = mmap.PAGESIZE
+        a = -(-(self.a + 1 + a) // page) * page
+        e = self.a + 1 + e
+        e -= e % page
+        if e > a and self.data is not None:
+            self.data.madvise(mmap.MADV_DONTNEED, a, e - a)
+
+    def close(self) -> None:
+        """Wait for the scans still running (they read the data)."""
+        if self.ahead is not None:
+            self.ahead.close()
+
+    def release(self) -> None:
+        """Close, and let go of the views of the data (so a memory map can be closed)."""
+        self.close()
+        for view in (self.inner, self.view):
+            try:
+                view.release()
+            except BufferError:  # (a slice of it is still alive elsewhere)
+                pass
+
+
+def open_array(data: Any, scan: bool, ahead: int = _AHEAD_PIECES) -> Opened | None:
+    """`data` split as head + event array + tail (pieces.py), the scans not started yet; None when the document
+    is neither form. `scan`: the compiled builder reads the pieces, up to `ahead` of them scanned ahead."""
+    span = array_span(data)
+    if span is None:
+        return None
+    a, ends = span
+    first = next(ends, None)
+    if first is None:
+        return None
+    return Opened(data, a, ends, first[0], first[1], scan, ahead)
+
+
+def decode_chunked(
+    data: Any, stream: Stream | None = None, opened: Opened | None = None,
+) -> tuple[list[Part], dict[str, Any]] | None:
     """Decode a valid trace chunk by chunk into columns; None when anything is unusual (the caller then
     takes the whole-file path with its fallbacks for damaged input, which gives the same result).
 
     The document is split as head + event array + tail without parsing it whole: the head and tail are
     decoded together (with an empty array in between), the array in chunks cut at candidate event
     boundaries; every byte is decoded once and all of it must be valid, so the split is the JSON parse.
-    `data`: bytes, or a memory map when `stream` is given (a streamed load: see `Stream`)."""
+    `data`: bytes, or a memory map when `stream` is given (a streamed load: see `Stream`). `opened`: the split
+    of `data` made already, its first scans begun (early.py), else it is made here."""
     n = len(data)
-    span = array_span(data)
-    if span is None:
-        return None
-    a, ends = span
-    nxt_end = next(ends, None)
-    if nxt_end is None:
-        return None
-    e, top_meta = nxt_end
+    if opened is None:
+        streamed = stream is not None and stream.budget is not None
+        opened = open_array(data, enabled(), _AHEAD_STREAMED if streamed else _AHEAD_PIECES)
+        if opened is None:
+            return None
+    a, ends, e, top_meta = opened.a, opened.ends, opened.e, opened.top_meta
     base, _ = clock_base(top_meta)  # pieces put their times on the trace's ns clock as they are decoded
-    view = memoryview(data)
-    fast = compiled_part if enabled() else None
-    ahead = _ScanAhead() if fast is not None else None
+    ahead = opened.ahead
+    fast = compiled_part if ahead is not None else None
     parts: list[Part] = []
     pos = 0
     linking = False  # once a row that links is seen, every later piece parses its link ids at once
-    inner, inner_e = view[a + 1 : e], e
+    view, inner, inner_e = opened.view, opened.inner, e
     try:
         while True:
             if e != inner_e:  # (the array ends earlier than first thought)
@@ -198,8 +326,7 @@ def decode_chunked(data: Any, stream: Stream | None = None) -> tuple[list[Part],
     except _NotChunkable:
         return None
     finally:
-        if ahead is not None:
-            ahead.close()
+        opened.close()
     if not sum(p.n for p in parts):
         return None
     report("decoding", n, n)

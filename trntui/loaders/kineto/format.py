@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,15 @@ class KinetoFormat:
 
     def find_runs(self, path: Path) -> list[Run]:
         return find_kineto_runs(path)
+
+    def begin(self, run: Run, options: LoadOptions) -> AbstractContextManager[None]:
+        """Before the model (numpy) is imported: a run of one big plain trace is mapped and the compiled scans of
+        its first pieces start on threads, for `load` to claim (early.py)."""
+        if len(run.framework_traces) != 1:
+            return nullcontext()
+        from trntui.loaders.kineto.early import begin
+
+        return begin(run.framework_traces[0], options.budget)
 
     def load(self, run: Run, builder: ProfileBuilder, options: LoadOptions) -> None:
         load_traces(run.framework_traces, builder, options)

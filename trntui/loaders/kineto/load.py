@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trntui import fsio
 from trntui.errors import LoadError
 from trntui.loaders.files import InflateLimit, read_bytes
+from trntui.loaders.kineto import early
 from trntui.loaders.kineto.chunks import decode_chunked
 from trntui.loaders.kineto.columns import part_of
 from trntui.loaders.kineto.merge import add_parts
@@ -53,7 +53,7 @@ def load_kineto_into(
             _load_streamed(path, builder, instance=instance, budget=budget, size=size, scratch_dir=scratch_dir)
             return
         limit = int(budget / FULL_LOAD_FACTOR)
-    if _mappable(path) and _load_mapped(path, builder, instance=instance):
+    if early.mappable(path) and _load_mapped(path, builder, instance=instance):
         return
     report("reading", 0, 0)
     try:
@@ -97,29 +97,19 @@ def _decoding(mapped: Any = None) -> Iterator[None]:
                 pass
 
 
-_MAP_MIN_BYTES = 32 << 20
-"""Plain (not gzip) traces this big are decoded straight from a memory map of the file (`_load_mapped`)."""
-
-
-def _mappable(path: Path) -> bool:
-    try:
-        if path.stat().st_size < _MAP_MIN_BYTES:
-            return False
-        with fsio.open_regular(path) as f:
-            return f.read(2) != b"\x1f\x8b"
-    except (OSError, LoadError):
-        return False  # read_bytes says what is wrong with the file
-
-
 def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str) -> bool:
     """Decode a big plain trace from a read-only memory map: the file is never copied into memory, and the
     pages of decoded pieces are given back as the decode goes (measured on the 2M trace: ~10% faster and
     ~100 MB less than reading it into memory first). False when the file needs the whole-file path (damaged or
     unusual JSON), which the caller then takes."""
     report("reading", 0, 0)
-    data, _notes = map_trace(path)
+    begun = early.claim(path)  # mapped, its first pieces' scans started, by formats.read_run's `begin`
+    if begun is not None:
+        data, opened = begun.data, begun.opened
+    else:
+        data, opened = map_trace(path)[0], None
     with _decoding(data):
-        chunked = decode_chunked(data, Stream(path, data))
+        chunked = decode_chunked(data, Stream(path, data), opened)
         if chunked is None:
             return False
         builder.meta.sources.append(str(path))

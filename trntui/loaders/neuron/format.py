@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from trntui.loaders.discover import Run
 from trntui.loaders.kineto.format import load_traces
 from trntui.loaders.protocol import LoadOptions
-from trntui.model.builder import ProfileBuilder
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the model imports numpy: finding runs and starting a load do without it, formats.py)
+    from trntui.model.builder import ProfileBuilder
     from trntui.loaders.neuron.discover import NeuronSource
 
 
