@@ -46,7 +46,7 @@ def claim(path):
     return got
 early.claim = claim
 from trntui import cli
-rc = cli.main(["summary", sys.argv[1], "--no-cache", "--limit", "15"])
+rc = cli.main(["summary", sys.argv[1], "--limit", "15", *sys.argv[2:]])
 print("PROBE " + json.dumps(seen), file=sys.stderr)
 sys.exit(rc)
 """
@@ -58,24 +58,40 @@ def _plain(tmp_path: Path, name: str = "cuda_ns_resolution_68k.json.gz") -> Path
     return out
 
 
-def _summary(trace: Path, *code: str, **env: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "TRNTUI_KINETO_PARSER")}
-    full.update(PYTHONPATH=str(ROOT), TRNTUI_NO_CACHE="1", **env)
-    cmd = [sys.executable, "-c", *code, str(trace)] if code else \
-        [sys.executable, "-m", "trntui", "summary", str(trace), "--no-cache", "--limit", "15"]
+def _summary(trace: Path, *code: str, cache: str = "", **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_NUM_THREADS", "TRNTUI_KINETO_PARSER", "TRNTUI_NO_CACHE", "TRNTUI_CACHE_DIR")}
+    full.update(PYTHONPATH=str(ROOT), **env)
+    flags = ["--no-cache"] if not cache else []
+    if cache:
+        full.update(TRNTUI_CACHE_DIR=cache, TRNTUI_CACHE_MIN_BYTES="0")
+    cmd = [sys.executable, "-c", *code, str(trace), *flags] if code else \
+        [sys.executable, "-m", "trntui", "summary", str(trace), "--limit", "15", *flags]
     return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=120)
 
 
-def test_the_first_scans_start_before_numpy_is_imported_and_the_load_claims_them(tmp_path: Path) -> None:
-    trace = _plain(tmp_path)
-    got = _summary(trace, PROBE)
+def _probe(got: subprocess.CompletedProcess) -> dict:
     assert got.returncode == 0, got.stderr
-    probe = json.loads(next(line for line in got.stderr.splitlines() if line.startswith("PROBE "))[6:])
+    return json.loads(next(line for line in got.stderr.splitlines() if line.startswith("PROBE "))[6:])
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache-miss-then-hit"])
+def test_the_first_scans_start_before_numpy_is_imported_and_the_load_claims_them(tmp_path: Path, cached: bool) -> None:
+    """`trntui summary` of a big plain trace, without the cache and with it (a first load misses: the miss is told
+    without importing numpy, so the scans begin first; the second load is served from the cache, no scan)."""
+    trace = _plain(tmp_path)
+    cache = str(tmp_path / "cache") if cached else ""
+    got = _summary(trace, PROBE, cache=cache)
+    probe = _probe(got)
     assert probe["numpy_at_first_scan"] is False, "numpy was imported before the first scan started"
     assert probe["claimed"] == [True], "the load did not use the scans begun for it"
     plain = _summary(trace, TRNTUI_KINETO_PARSER="python")  # the Python path: no scans at all
     assert plain.returncode == 0, plain.stderr
     assert got.stdout == plain.stdout and "aten::" in got.stdout
+    if cached:
+        again = _summary(trace, PROBE, cache=cache)
+        assert _probe(again) == {"numpy_at_first_scan": None, "claimed": []}  # the cache's entry: nothing scanned
+        assert again.stdout == plain.stdout
 
 
 def _run(path: Path):

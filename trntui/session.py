@@ -8,6 +8,7 @@ documented user variables, read here, once per call (trntui/settings.py).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +88,8 @@ def _read_cache(run: Run, options: LoadOptions, inputs: list[Path] | None) -> Pr
 
     if not inputs or options.cache_dir is None or not profile_cache.cacheable(inputs, options.cache_min_bytes):
         return None
+    if not os.path.lexists(profile_cache.entry_dir(inputs, options.cache_dir)):
+        return None  # a miss, told without reading (or importing numpy): the load begins its scans first
     entry = profile_cache.load(inputs, options.cache_dir)
     if entry is None:
         return None

@@ -35,11 +35,31 @@ where they are used: every `trntui` command imports this module, and most never 
 
 from __future__ import annotations
 
-from trntui.cache.derived import load_derived, save_derived
+from typing import Any
+
 from trntui.cache.keys import FORMAT, Damaged, cacheable, code_stamp, entry_dir, stamp, tree_stamp, unchanged
-from trntui.cache.read import clear, discard, discard_entry, load, load_records, read_written
-from trntui.cache.write import KEPT, MAX_ENTRIES, store
 from trntui.settings import cache_dir  # noqa: F401  (the documented default location, for callers at the edge)
+
+_LATER = {
+    "load_derived": "derived", "save_derived": "derived",
+    "clear": "read", "discard": "read", "discard_entry": "read", "load": "read", "load_records": "read",
+    "read_written": "read",
+    "KEPT": "write", "MAX_ENTRIES": "write", "store": "write",
+}
+"""Names of the modules that import numpy (reading and writing entries), imported on first use: `keys` alone
+tells a miss (no entry directory), so a load that misses begins its scans before numpy is imported
+(trntui/loaders/kineto/early.py)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LATER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"trntui.cache.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "FORMAT", "KEPT", "MAX_ENTRIES", "Damaged", "cache_dir", "cacheable", "clear", "code_stamp", "discard",

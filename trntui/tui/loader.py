@@ -419,9 +419,9 @@ def main(request: "LoadRequest") -> int:
     """The loader process: load the request's run like the CLI, write the cache, report on stdout."""
     import time
 
-    from trntui.settings import numpy_with_one_blas_thread
+    from trntui.settings import hold_one_blas_thread
 
-    numpy_with_one_blas_thread()  # as the CLI does: OpenBLAS's start-up threads would take the decoder's core
+    hold_one_blas_thread()  # as the CLI does: one BLAS thread, numpy imported once the load has begun its scans
     from trntui import request as requests
     from trntui.errors import TrntuiError
 
