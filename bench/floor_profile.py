@@ -29,8 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-PHASES = ("imports (numpy, msgspec)", "imports (trntui)", "find the run", "decode", "merge pieces",
-          "finish (time order, permute)", "links", "key_averages", "print")
+PHASES = ("imports (msgspec)", "imports (trntui, numpy-free)", "find the run", "decode (numpy's import beside it)",
+          "merge pieces, finish", "links", "key_averages", "print")
 
 
 def _trntui_phases(trace: str) -> dict[str, list[float]]:
@@ -45,44 +45,38 @@ def _trntui_phases(trace: str) -> dict[str, list[float]]:
     from trntui import cli, settings
 
     gc.set_threshold(cli.GC_FIRST_GENERATION, *gc.get_threshold()[1:])  # as trntui/cli.py `entry` does
-    settings.numpy_with_one_blas_thread()  # as trntui/cli.py does before a command runs
+    settings.hold_one_blas_thread()  # as trntui/cli.py does before a command runs (numpy comes with the load)
     import msgspec  # noqa: F401
 
     mark(PHASES[0])
-    import trntui.loaders.kineto.load as load
-    import trntui.model.builder as builder
-    from trntui.session import LoadOptions, find_runs, load_run
+    from trntui.session import LoadOptions, find_runs, load_run  # (no numpy: the load begins its scans first)
 
     mark(PHASES[1])
-    add_parts, finish = load.add_parts, builder.ProfileBuilder.finish
+    from trntui.loaders.kineto import chunks  # (numpy-free; load.py takes `decode_chunked` from it when imported)
 
-    def timed_add_parts(*a, **k):  # type: ignore[no-untyped-def]
+    decode_chunked = chunks.decode_chunked
+
+    def timed_decode(*a, **k):  # type: ignore[no-untyped-def]
+        out = decode_chunked(*a, **k)
         mark(PHASES[3])
-        out = add_parts(*a, **k)
-        mark(PHASES[4])
         return out
 
-    def timed_finish(self):  # type: ignore[no-untyped-def]
-        out = finish(self)
-        mark(PHASES[5])
-        return out
-
-    load.add_parts = timed_add_parts
-    builder.ProfileBuilder.finish = timed_finish
+    chunks.decode_chunked = timed_decode
     (run,) = find_runs(Path(trace))
     mark(PHASES[2])
     profile = load_run(run, LoadOptions.from_env(cache=False))
+    mark(PHASES[4])
     from trntui.analysis.key_averages import key_averages
     from trntui.analysis.links import build_links
     from trntui.report import render
 
     build_links(profile)
-    mark(PHASES[6])
+    mark(PHASES[5])
     table = key_averages(profile)
-    mark(PHASES[7])
+    mark(PHASES[6])
     sort_by = "self_device_time_total" if table.has_device else "self_cpu_time_total"
     render(profile, table, "table", sort_by, 20, False, None)
-    mark(PHASES[8])
+    mark(PHASES[7])
     out: dict[str, list[float]] = {}
     for (_, w0, c0), (label, w1, c1) in zip(marks, marks[1:]):
         out[label] = [w1 - w0, c1 - c0]
