@@ -21,7 +21,9 @@ _QUICK = 64
 """Bytes looked at one by one first: a normal file has a newline or two at its edges, no more."""
 
 
-def _drop(data: Any, a: int, e: int) -> None:
+def drop_pages(data: Any, a: int, e: int) -> None:
+    """Give back the whole pages inside bytes [a, e) of a memory map (re-read from the file if touched again);
+    nothing for other data."""
     if isinstance(data, mmap.mmap) and hasattr(data, "madvise"):
         page = mmap.PAGESIZE
         a = -(-a // page) * page
@@ -64,7 +66,7 @@ def first_non_space(data: Any, start: int = 0, end: int | None = None) -> int:
         found = _non_space(data, k, m)
         if len(found):
             return k + int(found[0])
-        _drop(data, k, m)
+        drop_pages(data, k, m)
         k = m
         report("skipping whitespace", k, n)
     return n
@@ -86,7 +88,7 @@ def last_non_space(data: Any, end: int | None = None, lo: int = 0) -> int:
         found = _non_space(data, a, hi)
         if len(found):
             return a + int(found[-1])
-        _drop(data, a, hi)
+        drop_pages(data, a, hi)
         hi = a
         report("skipping whitespace", len(data) - hi, len(data))
     return lo

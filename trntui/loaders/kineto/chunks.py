@@ -19,6 +19,7 @@ import msgspec
 from trntui.loaders.kineto.parser import _scan, enabled
 from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, array_span
 from trntui.loaders.kineto.schema import Ev, clock_base
+from trntui.loaders.scan import drop_pages
 from trntui.progress import report
 
 if TYPE_CHECKING:
@@ -177,10 +178,7 @@ class _ScanAhead:
     def ended(self, at: int, n: int) -> None:
         """A scan (of the `n` bytes at `at`) ended: its pages given back, the next scans started."""
         if self.drop is not None and n:
-            try:
-                self.drop(at, at + n)
-            except (OSError, ValueError):  # (the map closed, or madvise refused: the pages stay)
-                pass
+            self.drop(at, at + n)  # (advice: scan.drop_pages ignores a refusal)
         with self.lock:
             self.running -= 1
             self._fill()
@@ -223,19 +221,14 @@ class Opened:
 
     def __init__(self, data: Any, a: int, ends: Any, e: int, top_meta: dict[str, Any], scan: bool, ahead: int) -> None:
         self.a, self.ends, self.e, self.top_meta = a, ends, e, top_meta
-        self.data = data if isinstance(data, mmap.mmap) and hasattr(data, "madvise") else None
+        self.data = data if isinstance(data, mmap.mmap) and hasattr(data, "madvise") else None  # (else: no drops)
         self.view = memoryview(data)
         self.inner = self.view[a + 1 : e]
         self.ahead = _ScanAhead(ahead, self._drop if self.data is not None else None) if scan else None
 
     def _drop(self, a: int, e: int) -> None:
         """Give back the pages of bytes [a, e) of the array's inside (re-read from the file if touched again)."""
-        page = mmap.PAGESIZE
-        a = -(-(self.a + 1 + a) // page) * page
-        e = self.a + 1 + e
-        e -= e % page
-        if e > a and self.data is not None:
-            self.data.madvise(mmap.MADV_DONTNEED, a, e - a)
+        drop_pages(self.data, self.a + 1 + a, self.a + 1 + e)
 
     def close(self) -> None:
         """Wait for the scans still running (they read the data)."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from trntui.errors import LoadError
 from trntui.loaders.files import bounded, check_ratio, open_trace
+from trntui.loaders.scan import drop_pages
 from trntui.model.args import ArgsStore, Blobs
 from trntui.progress import report
 
@@ -250,11 +251,7 @@ class Stream:
 
     def _drop(self, a: int, e: int) -> None:
         """Give back the pages of [a, e) of the mapped file (they are re-read from disk if ever touched)."""
-        page = mmap.PAGESIZE
-        a = -(-a // page) * page
-        e -= e % page
-        if e > a and isinstance(self.data, mmap.mmap) and hasattr(self.data, "madvise"):
-            self.data.madvise(mmap.MADV_DONTNEED, a, e - a)
+        drop_pages(self.data, a, e)
 
     def _check(self, events: int, consumed: int, final: bool = False) -> None:
         """Refuse the load when its projected peak exceeds the budget: during the decode only when clearly over
