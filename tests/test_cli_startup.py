@@ -54,3 +54,22 @@ def test_the_cli_holds_one_blas_thread_until_numpy_is_imported_then_lets_go() ->
     env["OPENBLAS_NUM_THREADS"] = "3"  # the user's choice: never held, never removed
     out = subprocess.run([sys.executable, "-c", HELD], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "3" and out.stdout.split()[3] == "3"
+
+
+LIBRARY = (
+    "import os, sys; from pathlib import Path; from trntui.session import find_runs, load_run; "
+    "(run,) = find_runs(Path(sys.argv[1])); load_run(run, cache=False); "
+    "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))"
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2,
+                    reason="counts OpenBLAS's threads in /proc (one per core)")
+def test_a_library_load_leaves_numpy_its_own_blas_threads() -> None:
+    """Only the CLI holds one BLAS thread: a notebook that loads a run keeps numpy's threads for its own work."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    trace = Path(__file__).parent / "data" / "kineto" / "cuda_simple_add.json.gz"
+    out = subprocess.run([sys.executable, "-c", LIBRARY, str(trace)], env=env, capture_output=True, text=True,
+                         check=True)
+    threads, value = out.stdout.split()
+    assert int(threads) > 1 and value == "None"

@@ -185,10 +185,10 @@ def read_run(run: Run, options: LoadOptions | None = None) -> Profile:
     fmt = format_of(run)
     with reporting(options), begin_load(fmt, run, options):
         from trntui import settings
-
-        settings.numpy_with_one_blas_thread()  # (now, beside the scans the format has begun)
-        from trntui.model.builder import ProfileBuilder
+        from trntui.model.builder import ProfileBuilder  # numpy, imported now beside the scans the format has begun
         from trntui.model.profile import ProfileMeta
+
+        settings.release_blas_hold()  # (the CLI's one BLAS thread is in: processes started later get the user's)
 
         builder = ProfileBuilder(ProfileMeta())
         fmt.load(run, builder, options)

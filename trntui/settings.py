@@ -108,8 +108,8 @@ _held: list[bool] = []
 
 
 def hold_one_blas_thread() -> None:
-    """`OPENBLAS_NUM_THREADS=1` from now until numpy is imported (`numpy_with_one_blas_thread`, which removes it
-    again), unless the user chose a number or numpy is already loaded. The CLI calls this first, instead of
+    """`OPENBLAS_NUM_THREADS=1` from now until numpy is imported (formats.read_run, or `numpy_with_one_blas_thread`,
+    then removes it again), unless the user chose a number or numpy is already loaded. The CLI calls this first, instead of
     importing numpy at once: the load then starts its first compiled scans before numpy is imported, and the
     import (~60 ms) runs beside them (trntui/loaders/kineto/early.py). Processes started while the variable is
     held (trntui's own workers, before their parent's first load) get one BLAS thread too, as they want."""
@@ -120,7 +120,8 @@ def hold_one_blas_thread() -> None:
 
 
 def release_blas_hold() -> None:
-    """Remove the variable `hold_one_blas_thread` set, if it did."""
+    """Remove the variable `hold_one_blas_thread` set, if it did (a load calls this once it has imported numpy;
+    a library call that was never held keeps numpy's own BLAS threads: a notebook's linear algebra is not ours)."""
     if _held:
         os.environ.pop("OPENBLAS_NUM_THREADS", None)
         _held.clear()
