@@ -108,11 +108,12 @@ _held: list[bool] = []
 
 
 def hold_one_blas_thread() -> None:
-    """`OPENBLAS_NUM_THREADS=1` from now until numpy is imported (formats.read_run, or `numpy_with_one_blas_thread`,
-    then removes it again), unless the user chose a number or numpy is already loaded. The CLI calls this first, instead of
-    importing numpy at once: the load then starts its first compiled scans before numpy is imported, and the
-    import (~60 ms) runs beside them (trntui/loaders/kineto/early.py). Processes started while the variable is
-    held (trntui's own workers, before their parent's first load) get one BLAS thread too, as they want."""
+    """`OPENBLAS_NUM_THREADS=1` from now until numpy is imported (formats.read_run, or
+    `numpy_with_one_blas_thread`, then removes it again), unless the user chose a number or numpy is already
+    loaded. The CLI calls this first, instead of importing numpy at once: the load then starts its first compiled
+    scans before numpy is imported, and the import (~60 ms) runs beside them (trntui/loaders/kineto/early.py).
+    Processes started while the variable is held (trntui's own workers, before their parent's first load) get one
+    BLAS thread too, as they want."""
     if _held or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"

@@ -76,14 +76,14 @@ def _start(path: Path, budget: int | None) -> Begun | None:
             return None
     except ParserUnavailable:
         return None  # (the load raises it, with its fix)
+    identity = _identity(path)
+    if identity is None or not mappable(path):
+        return None
     if budget is not None:
         from trntui.memory import FULL_LOAD_FACTOR  # (numpy-free)
 
-        if path.stat().st_size * FULL_LOAD_FACTOR > budget:
+        if identity[2] * FULL_LOAD_FACTOR > budget:
             return None  # streamed or refused (load.py), not mapped whole
-    if not mappable(path):
-        return None
-    identity = _identity(path)
     with fsio.open_regular(path) as f:
         data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     opened = open_array(data, scan=True)
@@ -91,7 +91,7 @@ def _start(path: Path, budget: int | None) -> Begun | None:
         data.close()
         return None
     opened.ahead.prime(opened.inner, 0)
-    return Begun(identity, data, opened) if identity is not None else None
+    return Begun(identity, data, opened)
 
 
 @contextmanager
