@@ -107,3 +107,31 @@ def test_group_by_input_shapes(capsys, corpus_dir) -> None:
     rows = list(csv.DictReader(io.StringIO(out)))
     mm = [r for r in rows if r["name"] == "aten::as_strided"]
     assert len(mm) >= 3 and len({r["input_shapes"] for r in mm}) == len(mm)
+
+
+def test_a_step_whose_only_kernel_launch_is_deleted_still_has_a_table(capsys, tmp_path) -> None:
+    """Found by tests/test_properties.py: the one op with device time is a zero-length launch that the tree deletes
+    (its step is two overlapping ProfilerSteps), so no op keeps device time; key_averages raised ValueError (max
+    of an empty array) instead of giving the table."""
+    events = [
+        {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 2, "args": {"External id": 1},
+         "ts": 0.0, "dur": 0.001},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 100, "tid": 3,
+         "args": {"External id": 2}, "ts": 0.001, "dur": 1.910},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 100, "tid": 3,
+         "args": {"External id": 3}, "ts": 0.002, "dur": 1.826},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 3,
+         "args": {"correlation": 1000, "External id": 1001000}, "ts": 0.013, "dur": 0.0},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 3,
+         "args": {"correlation": 1000, "External id": 1001001}, "ts": 0.015, "dur": 1.897},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 3,
+         "args": {"correlation": 1001, "External id": 1001002}, "ts": 1.910, "dur": 0.0},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+         "args": {"correlation": 1001, "External id": 1001002}, "ts": 1.910, "dur": 0.0},
+    ]
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps(events))
+    rc, out, err = run(capsys, "summary", str(trace), "--no-cache")
+    assert rc == 0, err
+    assert "cudaLaunchKernel" in out and "Self CPU time total: 3.808us" in out

@@ -258,11 +258,12 @@ def build_cpu_tree(profile: Profile, links: Links, events: np.ndarray | None = N
         kern_us_kept = np.where(own, kern_us_pos, 0.0)
         device_total = kern_us_kept.copy()
         child_dev = np.zeros(m, np.float64)
-        if has_kern_ev.any() and m:
-            # only ops with device time and their ancestors have any (the others' totals are 0.0, and adding 0.0
-            # changes no float sum); their depth in the final tree by pointer doubling, then children before
-            # parents, one level at a time (each parent's children summed in tree order, as torch does)
-            active = _with_ancestors(own, final_parent)
+        # only ops with device time and their ancestors have any (the others' totals are 0.0, and adding 0.0
+        # changes no float sum); their depth in the final tree by pointer doubling, then children before
+        # parents, one level at a time (each parent's children summed in tree order, as torch does). None
+        # kept is possible: every op with device time deleted (found by tests/test_properties.py)
+        active = _with_ancestors(own, final_parent) if has_kern_ev.any() and m else np.zeros(0, np.int64)
+        if len(active):
             slot = np.full(m, -1, np.int64)
             slot[active] = np.arange(len(active))
             parent_slot = slot[np.maximum(final_parent[active], 0)]
