@@ -40,8 +40,8 @@ def init(self, *a, **k):
     real_init(self, *a, **k)
 chunks._Scan.__init__ = init
 real_claim = early.claim
-def claim(path):
-    got = real_claim(path)
+def claim(path, *rest):
+    got = real_claim(path, *rest)
     seen["claimed"].append(got is not None)
     return got
 early.claim = claim
@@ -127,12 +127,12 @@ def test_what_a_failed_load_began_is_stopped(tmp_path: Path, monkeypatch) -> Non
     begun: list[early.Begun] = []
     real_start = early._start
 
-    def start(path: Path, budget: int | None):
-        got = real_start(path, budget)
+    def start(path: Path, budget: int | None, *rest):
+        got = real_start(path, budget, *rest)
         begun.append(got)
         return got
 
-    def refuse(path: Path, builder, *, instance: str) -> bool:
+    def refuse(path: Path, builder, *, instance: str, **rest) -> bool:
         raise LoadError(path, "refused by the test")
 
     monkeypatch.setattr(early, "_start", start)

@@ -19,7 +19,7 @@ import numpy as np
 
 from trntui.cache.keys import _COLUMNS, _FLOW_COLUMNS, _stamp_or_none, entry_dir, stamp, unchanged
 from trntui.cache.read import _DTYPES, _remove_tree, discard_entry
-from trntui.model.args import ArgsStore, Blobs
+from trntui.model.args import ArgsStore, Blobs, FileBlob
 
 
 MAX_ENTRIES = 8
@@ -152,7 +152,14 @@ def _write_entry(
     for c in _FLOW_COLUMNS:
         save(f"flow_{c}", getattr(profile.flows, c))
     args = ArgsStore.from_raw(profile.args_raw)
-    if isinstance(args.blob, Blobs) and len(args.blob):
+    if isinstance(args.blob, FileBlob):  # args left in the trace file: read from it a window at a time, packed
+        pieces, total, starts, ends = args.compacted()
+        with open(d / "args_blob.npy", "xb") as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "|u1", "fortran_order": False, "shape": (total,)})
+            for piece in pieces:
+                f.write(piece)
+        args = ArgsStore(b"", starts, ends)
+    elif isinstance(args.blob, Blobs) and len(args.blob):
         # written piece by piece after an .npy header: no joined copy in memory (and plain writes: through a
         # memory map, every new page would fault, ~8x slower)
         with open(d / "args_blob.npy", "xb") as f:

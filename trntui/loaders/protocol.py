@@ -60,6 +60,11 @@ class LoadOptions:
     convert_timeout: float | None = 300.0
     """Seconds a conversion of a raw Neuron capture may take (all of neuron-explorer's routes together; None: no
     limit); past it the framework trace loads alone with a note (trntui/loaders/neuron/convert.py)."""
+    args_from_file: bool = True
+    """A big plain trace's events' args are left in the file, as byte ranges read from it when they are asked for
+    (never copied into memory: less memory, a faster load); a file changed on disk since the load then makes such
+    a read a one-line `LoadError`. False: they are copied into memory at the load (the app's own loads: a session
+    may outlive the file's content). Either way the profile is the same."""
 
     @classmethod
     def from_env(

@@ -9,10 +9,14 @@ stores the same blob. `store[i]` is the event's args bytes, or None when it has 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+import weakref
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
+from trntui.errors import LoadError
 
 _decoders: list[Any] = []
 """msgspec's JSON decoder, made on first use: a cached summary never parses args, and importing msgspec (with
@@ -60,6 +64,98 @@ class Blobs:
             out[a : a + len(b)] = np.frombuffer(b, np.uint8) if not isinstance(b, np.ndarray) else b
 
 
+class FileBlob:
+    """Args bytes left in the trace file they are part of: a big plain trace's compiled load records each event's
+    args as its byte range of the file and copies nothing (kineto/load.py). `blob[a:b]` reads the range with
+    `pread` from a descriptor held open, not from a memory map, so a file truncated or rewritten meanwhile gives
+    a `LoadError` naming it, never SIGBUS; each read first checks that the file is still the one loaded (size and
+    modification time: a file replaced under its name is still read from the descriptor, unchanged)."""
+
+    def __init__(self, path: Any, fd: int) -> None:
+        """Takes `fd` (a descriptor open on the trace for reading): closed when the blob goes."""
+        self._closer = weakref.finalize(self, os.close, fd)
+        st = os.fstat(fd)
+        self.path = str(path)
+        self.fd = fd
+        self.size = int(st.st_size)
+        self.identity = (st.st_size, st.st_mtime_ns)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, s: slice) -> bytes:
+        return self.read(int(s.start), int(s.stop))
+
+    def changed(self) -> LoadError:
+        return LoadError(self.path, "changed on disk since it was loaded (its events' args are read from it "
+                                    "when they are shown): load it again")
+
+    def read(self, a: int, e: int) -> bytes:
+        """Bytes [a, e) of the file (a LoadError when the file is no longer the one loaded)."""
+        if e <= a:
+            return b""
+        try:
+            st = os.fstat(self.fd)
+            if (st.st_size, st.st_mtime_ns) != self.identity or e > self.size:
+                raise self.changed()
+            got = os.pread(self.fd, e - a, a)
+            while len(got) < e - a:  # (a regular file gives the whole range at once unless it shrank)
+                more = os.pread(self.fd, e - a - len(got), a + len(got))
+                if not more:
+                    raise self.changed()
+                got += more
+        except OSError as exc:
+            raise LoadError(self.path, f"cannot read its events' args: {exc.strerror or exc}") from None
+        return got
+
+    def __reduce__(self) -> Any:  # (a store over the file pickles its args in memory: ArgsStore.__reduce__)
+        raise TypeError("a FileBlob is not pickled on its own (ArgsStore.in_memory)")
+
+
+_WINDOW = 16 << 20
+"""Bytes of the file read at once when many events' args are read from it (`_windows`)."""
+
+_GAP = 64 << 10
+"""Bytes between two events' args past which they are read separately (sparse events: no reading between)."""
+
+
+def _windows(blob: FileBlob, s: np.ndarray, e: np.ndarray) -> Iterator[tuple[int, int, int, memoryview]]:
+    """For ranges [s[k], e[k]) sorted by start: (i, j, base, bytes) per read of the file, the bytes covering
+    ranges i..j-1 from offset `base` (ranges close together read at once, at most ~`_WINDOW` bytes a read)."""
+    m = len(s)
+    if not m:
+        return
+    reach = np.maximum.accumulate(e)
+    breaks = np.flatnonzero(s[1:] - reach[:-1] > _GAP) + 1
+    bounds = [0, *breaks.tolist(), m]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        i = lo
+        while i < hi:
+            j = int(np.searchsorted(reach[i:hi], int(s[i]) + _WINDOW, side="right")) + i
+            j = min(max(j, i + 1), hi)
+            base = int(s[i])
+            yield i, j, base, memoryview(blob.read(base, int(reach[j - 1])))
+            i = j
+
+
+def _file_ranges(store: "ArgsStore", idx: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The args of events `idx` of a store over a FileBlob, read a window at a time (`_windows`): (a bytes-like
+    object per event, b"" where it has none; the positions in `idx` of those with args, in the file's order)."""
+    starts, ends = store.starts[idx], store.ends[idx]
+    out: list[Any] = [_EMPTY] * len(idx)
+    has = np.flatnonzero(ends > starts)
+    order = has[np.argsort(starts[has], kind="stable")]
+    s, e = starts[order], ends[order]
+    where = order.tolist()
+    for i, j, base, mv in _windows(store.blob, s, e):
+        for k, a, b in zip(where[i:j], s[i:j].tolist(), e[i:j].tolist()):
+            out[k] = mv[a - base : b - base]
+    return out, order
+
+
+_EMPTY = b""
+
+
 class ArgsStore(Sequence):
     """Per-event raw args: `blob[starts[i]:ends[i]]` (empty: the event has no args)."""
 
@@ -92,7 +188,48 @@ class ArgsStore(Sequence):
 
     @property
     def nbytes(self) -> int:
-        return len(self.blob) + self.starts.nbytes + self.ends.nbytes
+        """Bytes held in memory (args left in their file hold none)."""
+        held = 0 if isinstance(self.blob, FileBlob) else len(self.blob)
+        return held + self.starts.nbytes + self.ends.nbytes
+
+    def compacted(self) -> tuple[Iterator[Any], int, np.ndarray, np.ndarray]:
+        """The args packed into one blob in memory or on disk without holding it whole: (pieces of the blob, in
+        order, its length, the events' new starts and ends). Events with args are packed in the order of their
+        ranges (for a store over a FileBlob: the file's order, read a window at a time)."""
+        starts, ends = self.starts, self.ends
+        has = np.flatnonzero(ends > starts)
+        order = has[np.argsort(starts[has], kind="stable")]
+        lengths = (ends[order] - starts[order]).astype(np.int64)
+        offsets = np.cumsum(lengths)
+        new_starts = np.zeros(len(starts), np.int64)
+        new_ends = np.zeros(len(starts), np.int64)
+        new_ends[order] = offsets
+        new_starts[order] = offsets - lengths
+        total = int(offsets[-1]) if len(offsets) else 0
+        s, e = starts[order], ends[order]
+        blob = self.blob
+
+        def pieces() -> Iterator[Any]:
+            if isinstance(blob, FileBlob):
+                for i, j, base, mv in _windows(blob, s, e):
+                    yield b"".join([mv[a - base : b - base] for a, b in zip(s[i:j].tolist(), e[i:j].tolist())])
+                return
+            raws = raw_many(ArgsStore(blob, s, e), np.arange(len(s)))
+            for k in range(0, len(raws), 1 << 16):
+                yield b"".join(raws[k : k + (1 << 16)])
+
+        return pieces(), total, new_starts, new_ends
+
+    def in_memory(self) -> "ArgsStore":
+        """This store with its blob in memory: itself, or (args left in their file) the args read into one blob."""
+        if not isinstance(self.blob, FileBlob):
+            return self
+        pieces, _total, starts, ends = self.compacted()
+        return ArgsStore(b"".join(pieces), starts, ends)
+
+    def __reduce__(self) -> Any:
+        store = self.in_memory()
+        return ArgsStore, (store.blob, store.starts, store.ends)
 
     @classmethod
     def from_raw(cls, raws: Sequence[Any]) -> "ArgsStore":
@@ -118,6 +255,12 @@ class ArgsStore(Sequence):
         if not stores:
             z = np.zeros(0, np.int64)
             return cls(b"", z, z.copy())
+        files = {id(st.blob) for st in stores if isinstance(st.blob, FileBlob)}
+        if len(files) == 1 and all(isinstance(st.blob, FileBlob) for st in stores):  # one file: its offsets as they are
+            return cls(stores[0].blob, np.concatenate([st.starts for st in stores]),
+                       np.concatenate([st.ends for st in stores]))
+        if files:  # (a piece the compiled builder left, or several files: the file's args read into memory)
+            stores = [st.in_memory() for st in stores]
         blobs: list[Any] = []
         total = sum(len(st) for st in stores)
         dtype = np.result_type(*(st.starts.dtype for st in stores), *(st.ends.dtype for st in stores))
@@ -141,6 +284,9 @@ def raw_many(store: Any, idx: np.ndarray) -> list[Any]:
     """The raw args of events `idx` as bytes-like objects (memoryviews into the store's blob, no copies), `{}`
     where an event has none: ready to be joined into one JSON array and decoded in a single msgspec call.
     `store` is a profile's `args_raw` (an `ArgsStore`, or a list of raw bytes / parsed dicts)."""
+    if isinstance(store, ArgsStore) and isinstance(store.blob, FileBlob):
+        got, _ = _file_ranges(store, np.asarray(idx))
+        return [g if len(g) else _EMPTY_ARGS for g in got]
     if isinstance(store, ArgsStore):
         a = store.starts[idx].tolist()
         b = store.ends[idx].tolist()

@@ -18,6 +18,7 @@ This module imports no Textual: the loader process stays light.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -77,6 +78,14 @@ def _restore_timeline(profile: "Profile", max_depth: int) -> None:
     profile.cache[RESTORED] = True
 
 
+def in_app(options: Any = None) -> Any:
+    """`options` (None: the defaults) for a load whose profile the app itself holds: the events' args copied into
+    memory (`LoadOptions.args_from_file=False`), since a session may outlive the trace file's content."""
+    from trntui.loaders.protocol import LoadOptions
+
+    return dataclasses.replace(options if options is not None else LoadOptions.from_env(), args_from_file=False)
+
+
 def load_run(
     request: "LoadRequest",
     progress: Callable[[str, int, int], None] | None = None,
@@ -97,8 +106,8 @@ def load_run(
 
     run, resolved = request.run, request.options.resolved()
 
-    def here() -> "Profile":
-        return requests.load(request)
+    def here() -> "Profile":  # (args copied into memory: the app may outlive the trace file's content)
+        return requests.load(request.with_options(args_from_file=False))
 
     inputs = run.inputs if resolved.cache and resolved.cache_dir is not None else None
     if not inputs or not profile_cache.cacheable(inputs, resolved.cache_min_bytes):

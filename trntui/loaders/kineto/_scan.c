@@ -685,6 +685,7 @@ typedef struct {
     /* kept events' pid/tid first-occurrence codes, and their link ids */
     Buf combo, ext, legacy, corr, lrest; /* combo: code of the event's (cat, pid, tid) among `combos` */
     Ints pidu, tidu, combos;             /* combos: cat << 42 | pid code << 21 | tid code */
+    int copy; /* 1: args copied into `blob` (offsets into it); 0: not copied (offsets into the piece) */
 } Out;
 
 static int id_value(S *s, Num *n, Str *x, int *t) {
@@ -934,15 +935,20 @@ static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
         if (PUT(&o->combo, cc) || PUT(&o->ext, f->ext) || PUT(&o->legacy, f->legacy) ||
             PUT(&o->corr, f->corr) || PUT(&o->lrest, f->lrest))
             return NOMEM;
-        a = (int64_t)o->blob.len;
-        if (f->seen & F_ARGS) { /* the blob is the bytes object the result holds, sized to the piece (args are
-                                     disjoint ranges of it, so they always fit: checked all the same) */
-            size_t len = (size_t)(f->args_e - f->args_a);
-            if (len > o->blob.cap - o->blob.len) return BAIL;
-            memcpy(o->blob.p + o->blob.len, f->args_a, len);
-            o->blob.len += len;
+        if (!o->copy) { /* the args' own range of the piece (none: an empty range) */
+            a = e = (f->seen & F_ARGS) ? (int64_t)(f->args_a - base) : 0;
+            if (f->seen & F_ARGS) e = (int64_t)(f->args_e - base);
+        } else {
+            a = (int64_t)o->blob.len;
+            if (f->seen & F_ARGS) { /* the blob is the bytes object the result holds, sized to the piece (args are
+                                         disjoint ranges of it, so they always fit: checked all the same) */
+                size_t len = (size_t)(f->args_e - f->args_a);
+                if (len > o->blob.cap - o->blob.len) return BAIL;
+                memcpy(o->blob.p + o->blob.len, f->args_a, len);
+                o->blob.len += len;
+            }
+            e = (int64_t)o->blob.len;
         }
-        e = (int64_t)o->blob.len;
         if (PUT(&o->ts, ts) || PUT(&o->dur, dur) || PUT(&o->pid, pid) || PUT(&o->tid, tid) || PUT(&o->cat, cat) ||
             PUT(&o->name, name) || PUT(&o->astart, a) || PUT(&o->aend, e))
             return NOMEM;
@@ -1029,29 +1035,36 @@ static int scan_piece(S *s, Out *o, Py_ssize_t *count) {
 static PyObject *bytearray_of(Buf *b) { return PyByteArray_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(piece) -> tuple | None\n\n"
+             "scan(piece, copy=True) -> tuple | None\n\n"
              "The columns of a piece of a Kineto event array (events separated by commas, no brackets), or None\n"
-             "when the piece needs the Python path (compiled.py documents the tuple).");
+             "when the piece needs the Python path (compiled.py documents the tuple). copy: the args bytes are\n"
+             "copied into one blob (the offsets point into it); else the blob is None and the offsets are the\n"
+             "args' ranges of the piece itself.");
 
 static Py_ssize_t last_bail = -1; /* where the last `scan` that returned None stopped (tests, diagnosis) */
 
 static PyObject *bail_at(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(last_bail); }
 
-static PyObject *scan(PyObject *self, PyObject *arg) {
+static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"piece", "copy", NULL};
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int copy = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|p:scan", kwlist, &view, &copy)) return NULL;
     S s = {0};
     s.p = view.buf;
     s.end = (cp)view.buf + view.len;
     Out o;
     memset(&o, 0, sizeof(o));
-    PyObject *blob = PyBytes_FromStringAndSize(NULL, view.len);
+    o.copy = copy;
+    PyObject *blob = copy ? PyBytes_FromStringAndSize(NULL, view.len) : Py_NewRef(Py_None);
     if (!blob) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    o.blob.p = PyBytes_AS_STRING(blob);
-    o.blob.cap = (size_t)view.len;
+    if (copy) {
+        o.blob.p = PyBytes_AS_STRING(blob);
+        o.blob.cap = (size_t)view.len;
+    }
     Py_ssize_t n = 0;
     int r;
     Py_BEGIN_ALLOW_THREADS
@@ -1067,7 +1080,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         PyObject *cats = intern_list(&o.cats), *names = cats ? intern_list(&o.names) : NULL;
         PyObject *fcats = names ? intern_list(&o.fcats) : NULL;
         PyObject *ids = fcats ? intern_list(&o.idstrs) : NULL;
-        if (ids && _PyBytes_Resize(&blob, (Py_ssize_t)o.blob.len) == 0) {
+        if (ids && (!copy || _PyBytes_Resize(&blob, (Py_ssize_t)o.blob.len) == 0)) {
             PyObject *blob_out = blob;
             blob = NULL; /* (the tuple takes it) */
             result = Py_BuildValue(
@@ -1095,7 +1108,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O, scan_doc},
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS, scan_doc},
     {"bail_at", bail_at, METH_NOARGS, "Where the last scan that returned None stopped (a byte offset; -1: none)."},
     {NULL, NULL, 0, NULL},
 };

@@ -35,17 +35,18 @@ def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
     return columns_part(events, links, base)
 
 
-def compiled_part(got: Any, piece: Any, links: bool = False, base: int = 0) -> Part | None:
+def compiled_part(got: Any, piece: Any, links: bool = False, base: int = 0, args: Any = None, at: int = 0) -> Part | None:
     """compiled.part_of_scan (imported on first use, as `part_of`)."""
     from trntui.loaders.kineto.compiled import part_of_scan
 
-    return part_of_scan(got, piece, links, base)
+    return part_of_scan(got, piece, links, base, args, at)
 
 
-def scan_text(piece: Any) -> Any:
+def scan_text(piece: Any, copy: bool = True) -> Any:
     """The compiled pass over a piece's text (`_scan.scan`: no Python object per event, the GIL released, so
-    pieces are scanned on other threads); `compiled_part` turns its result into the `Part`."""
-    return _scan.scan(piece)
+    pieces are scanned on other threads); `compiled_part` turns its result into the `Part`. `copy`: the args
+    bytes are copied out of the piece (else only their ranges of it are kept: `Opened.copy`)."""
+    return _scan.scan(piece, copy)
 
 
 _CHUNK_BYTES = 16 << 20
@@ -101,7 +102,7 @@ class _Scan(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.got = scan_text(self.piece)
+            self.got = scan_text(self.piece, self.owner.copy)
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that asked (MemoryError)
             self.error = exc
         finally:
@@ -127,7 +128,8 @@ class _ScanAhead:
     `drop(a, e)`: gives back the pages of bytes [a, e) of the inside of the array (`inner`) once scanned (a memory
     map: the `Part` needs only the few M/B/E events' text of its piece after the scan, re-read if dropped)."""
 
-    def __init__(self, ahead: int = _AHEAD_PIECES, drop: Any = None) -> None:
+    def __init__(self, ahead: int = _AHEAD_PIECES, drop: Any = None, copy: bool = True) -> None:
+        self.copy = copy
         self.threads = _threads()
         self.threaded = self.threads > 1
         self.ahead = max(1, ahead)
@@ -142,7 +144,7 @@ class _ScanAhead:
     def take(self, inner: memoryview, pos: int) -> tuple[int, int, Any]:
         if not self.threaded:
             end, nxt = _first_cut(inner, pos)
-            return end, nxt, scan_text(inner[pos:end])
+            return end, nxt, scan_text(inner[pos:end], self.copy)
         with self.lock:
             here = bool(self.queue) and self.queue[0][0] is inner and self.queue[0][1] == pos
         if not here:
@@ -215,16 +217,22 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
 class Opened:
     """A document split as head + event array + tail (`open_array`): the array's `[` at `a`, its first candidate
     end `e` (`]`) with the top-level metadata, the later candidates (`ends`), a view of the data and of the array's
-    inside, and the compiled scans of its pieces (`ahead`; None on the Python path)."""
+    inside, and the compiled scans of its pieces (`ahead`; None on the Python path). `copy`: the scans copy the
+    args bytes out of the data; False: they keep only each event's args range of the data, which is the trace
+    file itself (a memory map of it), and the load reads them from the file when asked (model/args.py
+    `FileBlob`)."""
 
-    __slots__ = ("a", "ends", "e", "top_meta", "data", "view", "inner", "ahead")
+    __slots__ = ("a", "ends", "e", "top_meta", "data", "view", "inner", "ahead", "copy")
 
-    def __init__(self, data: Any, a: int, ends: Any, e: int, top_meta: dict[str, Any], scan: bool, ahead: int) -> None:
+    def __init__(
+        self, data: Any, a: int, ends: Any, e: int, top_meta: dict[str, Any], scan: bool, ahead: int, copy: bool,
+    ) -> None:
         self.a, self.ends, self.e, self.top_meta = a, ends, e, top_meta
         self.data = data if isinstance(data, mmap.mmap) and hasattr(data, "madvise") else None  # (else: no drops)
         self.view = memoryview(data)
         self.inner = self.view[a + 1 : e]
-        self.ahead = _ScanAhead(ahead, self._drop if self.data is not None else None) if scan else None
+        self.copy = copy
+        self.ahead = _ScanAhead(ahead, self._drop if self.data is not None else None, copy) if scan else None
 
     def _drop(self, a: int, e: int) -> None:
         """Give back the pages of bytes [a, e) of the array's inside (re-read from the file if touched again)."""
@@ -245,9 +253,10 @@ class Opened:
                 pass
 
 
-def open_array(data: Any, scan: bool, ahead: int = _AHEAD_PIECES) -> Opened | None:
+def open_array(data: Any, scan: bool, ahead: int = _AHEAD_PIECES, copy: bool = True) -> Opened | None:
     """`data` split as head + event array + tail (pieces.py), the scans not started yet; None when the document
-    is neither form. `scan`: the compiled builder reads the pieces, up to `ahead` of them scanned ahead."""
+    is neither form. `scan`: the compiled builder reads the pieces, up to `ahead` of them scanned ahead; `copy`:
+    see `Opened`."""
     span = array_span(data)
     if span is None:
         return None
@@ -255,11 +264,11 @@ def open_array(data: Any, scan: bool, ahead: int = _AHEAD_PIECES) -> Opened | No
     first = next(ends, None)
     if first is None:
         return None
-    return Opened(data, a, ends, first[0], first[1], scan, ahead)
+    return Opened(data, a, ends, first[0], first[1], scan, ahead, copy)
 
 
 def decode_chunked(
-    data: Any, stream: Stream | None = None, opened: Opened | None = None,
+    data: Any, stream: Stream | None = None, opened: Opened | None = None, args: Any = None,
 ) -> tuple[list[Part], dict[str, Any]] | None:
     """Decode a valid trace chunk by chunk into columns; None when anything is unusual (the caller then
     takes the whole-file path with its fallbacks for damaged input, which gives the same result).
@@ -268,13 +277,19 @@ def decode_chunked(
     decoded together (with an empty array in between), the array in chunks cut at candidate event
     boundaries; every byte is decoded once and all of it must be valid, so the split is the JSON parse.
     `data`: bytes, or a memory map when `stream` is given (a streamed load: see `Stream`). `opened`: the split
-    of `data` made already, its first scans begun (early.py), else it is made here."""
+    of `data` made already, its first scans begun (early.py), else it is made here. `args`: `data` is a map of
+    the trace file and `args` a `FileBlob` over the same file: the compiled builder's pieces keep their events'
+    args as ranges of it (`Opened.copy`) rather than copying them."""
     n = len(data)
     if opened is None:
         streamed = stream is not None and stream.budget is not None
-        opened = open_array(data, enabled(), _AHEAD_STREAMED if streamed else _AHEAD_PIECES)
+        opened = open_array(data, enabled(), _AHEAD_STREAMED if streamed else _AHEAD_PIECES, copy=args is None)
         if opened is None:
             return None
+    if opened.copy:
+        args = None  # (the scans copy the args: nothing is read from the file)
+    elif args is None:
+        raise ValueError("the scans keep the args in the file, but no file to read them from was given")
     a, ends, e, top_meta = opened.a, opened.ends, opened.e, opened.top_meta
     base, _ = clock_base(top_meta)  # pieces put their times on the trace's ns clock as they are decoded
     ahead = opened.ahead
@@ -291,7 +306,7 @@ def decode_chunked(
                 break
             if fast is not None and ahead is not None:  # compiled; a piece it leaves (None) takes msgspec's below
                 end, nxt, got = ahead.take(inner, pos)
-                part = fast(got, inner[pos:end], linking, base)
+                part = fast(got, inner[pos:end], linking, base, args, a + 1 + pos)
                 if part is not None:
                     parts.append(part)
                     linking = linking or part.linking

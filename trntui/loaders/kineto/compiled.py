@@ -37,14 +37,17 @@ def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
     return part_of_scan(scan_text(piece), piece, links, base)
 
 
-def scan_text(piece: Any) -> Any:
+def scan_text(piece: Any, copy: bool = True) -> Any:
     """The compiled pass over a piece's text (`_scan.scan`: no Python object per event, the GIL released, so
-    pieces can be scanned on other threads, chunks.py); `part_of_scan` turns its result into the `Part`."""
-    return _scan.scan(piece)
+    pieces can be scanned on other threads, chunks.py); `part_of_scan` turns its result into the `Part`.
+    `copy=False`: the args bytes are not copied, only their ranges of the piece kept (`part_of_scan`'s `args`)."""
+    return _scan.scan(piece, copy)
 
 
-def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0) -> Part | None:
-    """The `Part` of a piece from `scan_text(piece)` (None: the piece needs the Python path)."""
+def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0, args: Any = None, at: int = 0) -> Part | None:
+    """The `Part` of a piece from `scan_text(piece)` (None: the piece needs the Python path). A scan that did not
+    copy the args (`copy=False`) gave their ranges of the piece: the piece is bytes `at` on of the trace file that
+    `args` (a `FileBlob`) reads, and the events' args are those ranges of the file."""
     if got is None:
         return None
     (n, ph_b, ts_b, dur_b, pid_b, tid_b, cat_b, name_b, as_b, ae_b, blob, cat_u, name_u,
@@ -77,7 +80,12 @@ def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0) -> Pa
     x.cat = cat_u, np.frombuffer(cat_b, np.int32)
     x.combos = _combos(combo_b, combos_b, _firsts(pidu_b, id_u), _firsts(tidu_b, id_u))
     x.name = name_u, np.frombuffer(name_b, np.int32)
-    store = x.args = ArgsStore(blob, np.frombuffer(as_b, np.int64), np.frombuffer(ae_b, np.int64))
+    if blob is None:  # (ranges of the piece: `at` on in the file)
+        if args is None:
+            raise ValueError("a scan that kept the args in the file needs the file to read them from")
+        store = x.args = ArgsStore(args, np.frombuffer(as_b, np.int64) + at, np.frombuffer(ae_b, np.int64) + at)
+    else:
+        store = x.args = ArgsStore(blob, np.frombuffer(as_b, np.int64), np.frombuffer(ae_b, np.int64))
     linking = not LINKING_CATS.isdisjoint(cat_u)
     if links or linking:
         x.links = _links(store, ext_b, legacy_b, corr_b, lrest_b)

@@ -42,16 +42,36 @@ def mappable(path: Path) -> bool:
         return False
 
 
-class Begun:
-    """A trace mapped, its event array found and the scans of its first pieces started."""
+def map_plain(path: Path, keep_fd: bool) -> tuple[mmap.mmap, int | None]:
+    """A read-only memory map of the plain trace `path` and, when `keep_fd`, a descriptor of the same open file
+    (the caller's to close: the load reads the args from it, model/args.py `FileBlob`)."""
+    with fsio.open_regular(path) as f:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # (an empty file: it was not, a moment ago)
+            raise LoadError(path, "empty file") from None
+        return data, (os.dup(f.fileno()) if keep_fd else None)
 
-    def __init__(self, identity: tuple[int, ...], data: mmap.mmap, opened: Opened) -> None:
-        self.identity, self.data, self.opened = identity, data, opened
+
+class Begun:
+    """A trace mapped, its event array found and the scans of its first pieces started; `fd`: the file's
+    descriptor the load reads the args from (None: the scans copy them, `Opened.copy`)."""
+
+    def __init__(self, identity: tuple[int, ...], data: mmap.mmap, opened: Opened, fd: int | None) -> None:
+        self.identity, self.data, self.opened, self.fd = identity, data, opened, fd
+
+    def take_fd(self) -> int | None:
+        """The descriptor, now the caller's to close."""
+        fd, self.fd = self.fd, None
+        return fd
 
     def close(self) -> None:
-        """Stop: wait for the scans running (they read the map), then close the map."""
+        """Stop: wait for the scans running (they read the map), then close the map (and the descriptor, unless
+        it was taken)."""
         self.opened.release()
         self.opened = None  # type: ignore[assignment]
+        if self.fd is not None:
+            os.close(self.take_fd())  # type: ignore[arg-type]
         try:
             self.data.close()
         except BufferError:  # a view is still alive: the map closes when it goes
@@ -70,7 +90,7 @@ def _identity(path: Path) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _start(path: Path, budget: int | None) -> Begun | None:
+def _start(path: Path, budget: int | None, args_from_file: bool) -> Begun | None:
     try:
         if not enabled():
             return None
@@ -84,26 +104,34 @@ def _start(path: Path, budget: int | None) -> Begun | None:
 
         if identity[2] * FULL_LOAD_FACTOR > budget:
             return None  # streamed or refused (load.py), not mapped whole
-    with fsio.open_regular(path) as f:
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    opened = open_array(data, scan=True)
+    data, fd = map_plain(path, args_from_file)
+    try:
+        opened = open_array(data, scan=True, copy=fd is None)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        data.close()
+        raise
     if opened is None or opened.ahead is None:
+        if fd is not None:
+            os.close(fd)
         data.close()
         return None
     opened.ahead.prime(opened.inner, 0)
-    return Begun(identity, data, opened)
+    return Begun(identity, data, opened, fd)
 
 
 @contextmanager
-def begin(path: Path, budget: int | None) -> Iterator[None]:
+def begin(path: Path, budget: int | None, args_from_file: bool = True) -> Iterator[None]:
     """Begin the load of `path` (see the module's text) for the block; what the load did not claim is stopped at
-    its end. Anything unusual begins nothing: the load then goes its usual way and says what is wrong."""
+    its end. Anything unusual begins nothing: the load then goes its usual way and says what is wrong.
+    `args_from_file`: as `LoadOptions.args_from_file` (the scans then keep the args' ranges, not copies)."""
     key = (threading.get_ident(), str(path))
     if key in _begun:  # begun already, by an enclosing block (which stops it)
         yield
         return
     try:
-        got = _start(path, budget)
+        got = _start(path, budget, args_from_file)
     except (OSError, ValueError, LoadError):
         got = None
     if got is not None:
@@ -116,13 +144,13 @@ def begin(path: Path, budget: int | None) -> Iterator[None]:
             left.close()
 
 
-def claim(path: Path) -> Begun | None:
-    """What `begin` started for `path` on this thread, if the file is still the one it mapped (the caller then
-    owns it: its map and scans); else None."""
+def claim(path: Path, args_from_file: bool = True) -> Begun | None:
+    """What `begin` started for `path` on this thread, if the file is still the one it mapped and it was begun
+    for the same `args_from_file` (the caller then owns it: its map, scans and descriptor); else None."""
     got = _begun.pop((threading.get_ident(), str(path)), None)
     if got is None:
         return None
-    if _identity(path) != got.identity:
+    if _identity(path) != got.identity or (got.fd is not None) != args_from_file:
         got.close()
         return None
     return got

@@ -31,10 +31,12 @@ def load_traces(traces: list[Path], builder: ProfileBuilder, options: LoadOption
 
     for trace in traces:
         if len(traces) == 1 and alone:
-            load_kineto_into(trace, builder, budget=left(), scratch_dir=options.scratch_dir)
+            load_kineto_into(trace, builder, budget=left(), scratch_dir=options.scratch_dir,
+                             args_from_file=options.args_from_file)
             continue
         try:  # one broken file of several (e.g. a rank killed mid-write) must not hide the others
-            load_kineto_into(trace, builder, budget=left(), scratch_dir=options.scratch_dir)
+            load_kineto_into(trace, builder, budget=left(), scratch_dir=options.scratch_dir,
+                             args_from_file=options.args_from_file)
         except OverBudget:
             raise
         except LoadError as exc:
@@ -60,7 +62,7 @@ class KinetoFormat:
             return nullcontext()
         from trntui.loaders.kineto.early import begin
 
-        return begin(run.framework_traces[0], options.budget)
+        return begin(run.framework_traces[0], options.budget, options.args_from_file)
 
     def load(self, run: Run, builder: ProfileBuilder, options: LoadOptions) -> None:
         load_traces(run.framework_traces, builder, options)

@@ -410,9 +410,10 @@ def open_compare(app: App, path: str | Path, *, by_shapes: bool = False) -> None
     def load() -> None:
         from trntui.compare_runs import load_runs
         from trntui.errors import TrntuiError
+        from trntui.tui.loader import in_app
 
         try:
-            runs = load_runs([path], by_shapes=by_shapes)
+            runs = load_runs([path], by_shapes=by_shapes, options=in_app(getattr(app, "load_options", None)))
         except TrntuiError as exc:
             app.call_from_thread(app.notify, f"compare: {safe_text(exc)}", severity="error", markup=False)
             return

@@ -233,9 +233,10 @@ class RanksScreen(Screen[None]):
         from trntui.analysis.compare import make_run
         from trntui.errors import TrntuiError
         from trntui.session import load_run
+        from trntui.tui.loader import in_app
 
         try:
-            loaded = [make_run(r.name, load_run(r, self.load_options)) for r in runs]
+            loaded = [make_run(r.name, load_run(r, in_app(self.load_options))) for r in runs]
         except TrntuiError as exc:
             self.app.call_from_thread(self.notify, f"compare: {safe_text(exc)}", severity="error", markup=False)
             return

@@ -246,6 +246,7 @@ def external_ids(args: Any, kidx: np.ndarray) -> np.ndarray:
 def _store_rows_matching(store: ArgsStore, needle: bytes) -> np.ndarray | None:
     """Rows of `store` whose bytes contain `needle` (bytes.find over the blob, much faster than re), sorted;
     None when the rows' offsets are not increasing (then the caller checks every row)."""
+    store = store.in_memory()  # (args left in a trace file: read into one blob, rows in the same order)
     starts, ends = store.starts, store.ends
     if len(starts) > 1 and not bool(np.all(starts[1:] >= ends[:-1])):
         return None

@@ -1,0 +1,210 @@
+"""A big plain trace's events' args stay in the file (model/args.py `FileBlob`): the compiled builder records each
+event's args as its byte range of the file and copies nothing; they are read with `pread` when asked for. The
+profile is the one a load that copies them gives (and the Python path's), the cache and a pickle hold them in
+memory, a file rewritten after the load gives a one-line error naming it (never SIGBUS), a file replaced under its
+name is still read from the one loaded, the descriptor goes with the profile, and the app's own loads copy them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.kineto_digest import digest
+from trntui.errors import LoadError
+from trntui.formats import find_runs, read_run
+from trntui.loaders.kineto import chunks, early, parser
+from trntui.loaders.kineto.load import load_kineto, load_kineto_into
+from trntui.loaders.protocol import LoadOptions
+from trntui.model import args as margs
+from trntui.model.args import ArgsStore, FileBlob, raw_many
+from trntui.model.builder import ProfileBuilder
+from trntui.model.profile import ProfileMeta
+
+DATA = Path(__file__).parent / "data" / "kineto"
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(parser._scan is None, reason="the compiled parser is not built in this install")
+
+
+@pytest.fixture(autouse=True)
+def _mapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plain trace is mapped (as a big one is), in pieces of 64 KB, scanned on two threads."""
+    monkeypatch.setattr(early, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(chunks, "_threads", lambda: 2)
+    monkeypatch.setenv(parser.ENV, "compiled")
+
+
+def _plain(tmp_path: Path, name: str = "cuda_ns_resolution_68k.json.gz") -> Path:
+    out = tmp_path / "trace.json"
+    out.write_bytes(gzip.decompress((DATA / name).read_bytes()))
+    return out
+
+
+def _load(path: Path, args_from_file: bool = True):
+    builder = ProfileBuilder(ProfileMeta())
+    load_kineto_into(path, builder, args_from_file=args_from_file)
+    return builder.finish()
+
+
+def _all_args(profile) -> list:
+    return [profile.args_raw[i] for i in range(len(profile.args_raw))]
+
+
+def test_the_args_stay_in_the_file_and_the_profile_is_the_copying_loads_and_the_python_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _plain(tmp_path)
+    kept = _load(trace)
+    assert isinstance(kept.args_raw.blob, FileBlob), "the args were copied into memory"
+    assert kept.args_raw.nbytes == kept.args_raw.starts.nbytes + kept.args_raw.ends.nbytes  # none held in memory
+    copied = _load(trace, args_from_file=False)
+    assert not isinstance(copied.args_raw.blob, FileBlob)
+    got = digest(kept)
+    assert got == digest(copied)
+    monkeypatch.setenv(parser.ENV, "python")
+    assert got == digest(load_kineto(trace))
+    assert sum(a is not None for a in _all_args(kept)) > 40_000  # (its kernels and runtime calls have args)
+
+
+def test_a_run_read_through_the_formats_keeps_them_in_the_file_unless_told(tmp_path: Path) -> None:
+    trace = _plain(tmp_path)
+    (run,) = find_runs(trace)
+    assert isinstance(read_run(run, LoadOptions(cache=False)).args_raw.blob, FileBlob)
+    assert not isinstance(read_run(run, LoadOptions(cache=False, args_from_file=False)).args_raw.blob, FileBlob)
+
+
+def test_a_file_rewritten_after_the_load_is_an_error_naming_it_not_a_crash(tmp_path: Path) -> None:
+    trace = _plain(tmp_path)
+    profile = _load(trace)
+    i = next(k for k in range(len(profile)) if profile.args_raw[k] is not None)
+    assert profile.args(i)
+    with open(trace, "r+b") as f:  # rewritten in place: shorter, then longer (a new capture over the old)
+        f.truncate(100)
+    with pytest.raises(LoadError, match="changed on disk since it was loaded") as got:
+        profile.args(i)
+    assert str(trace) in str(got.value)
+    with pytest.raises(LoadError, match="changed on disk"):
+        raw_many(profile.args_raw, np.arange(len(profile)))
+    # in a fresh process the same reads after a truncation end in the one-line error, not a signal (SIGBUS)
+    code = (
+        "import sys\n"
+        "from trntui.loaders.kineto import early, chunks\n"
+        "early._MAP_MIN_BYTES = 0\n"
+        "from trntui.loaders.kineto.load import load_kineto\n"
+        "from trntui.errors import LoadError\n"
+        f"p = load_kineto({str(trace)!r})\n"
+        f"open({str(trace)!r}, 'r+b').truncate(10)\n"
+        "try:\n"
+        "    [p.args(i) for i in range(len(p))]\n"
+        "except LoadError as e:\n"
+        "    print(e); sys.exit(3)\n"
+    )
+    trace.write_bytes(gzip.decompress((DATA / "cuda_ns_resolution_68k.json.gz").read_bytes()))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 3, (out.returncode, out.stderr)
+    assert "changed on disk since it was loaded" in out.stdout
+
+
+def test_a_file_replaced_under_its_name_is_still_read_from_the_one_loaded(tmp_path: Path) -> None:
+    trace = _plain(tmp_path)
+    profile = _load(trace)
+    before = _all_args(profile)
+    other = tmp_path / "other.json"
+    other.write_bytes(gzip.decompress((DATA / "mtia_inference.json.gz").read_bytes()))
+    os.replace(other, trace)
+    assert _all_args(profile) == before
+
+
+def test_the_descriptor_goes_with_the_profile(tmp_path: Path) -> None:
+    import gc
+
+    trace = _plain(tmp_path)
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    _load(trace)  # (imports, first-use tables)
+    gc.collect()
+    n = fds()
+    profile = _load(trace)
+    assert fds() == n + 1
+    del profile
+    gc.collect()
+    assert fds() == n
+
+
+def test_the_cache_and_a_pickle_hold_them_in_memory(tmp_path: Path) -> None:
+    from trntui import cache as profile_cache
+
+    trace = _plain(tmp_path)
+    (run,) = find_runs(trace)
+    options = LoadOptions(cache=True, cache_dir=tmp_path / "cache", cache_min_bytes=0)
+    from trntui.session import load_run
+
+    first = load_run(run, options)
+    assert isinstance(first.args_raw.blob, FileBlob)
+    assert profile_cache.entry_dir(run.inputs, options.cache_dir).is_dir(), "the entry was not written"
+    again = load_run(run, options)
+    assert not isinstance(again.args_raw.blob, FileBlob), "the second load was not served from the cache"
+    assert _all_args(again) == _all_args(first)
+    back = pickle.loads(pickle.dumps(first.args_raw))
+    assert isinstance(back.blob, bytes) and [back[i] for i in range(len(back))] == _all_args(first)
+
+
+def test_reading_many_events_args_at_once_equals_reading_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _plain(tmp_path)
+    store = _load(trace).args_raw
+    each = [store[i] for i in range(len(store))]
+    rng = np.random.default_rng(7)
+    n = len(store)
+    subsets = [np.arange(n), rng.permutation(n)[:5000], np.sort(rng.choice(n, 40, replace=False)),
+               np.array([n - 1, 0, n // 2, 0]), np.zeros(0, np.int64)]
+    for window, gap in ((16 << 20, 64 << 10), (4096, 16), (1, 0)):  # one read, many, one per event
+        monkeypatch.setattr(margs, "_WINDOW", window)
+        monkeypatch.setattr(margs, "_GAP", gap)
+        for idx in subsets:
+            got = [bytes(r) for r in raw_many(store, idx)]
+            assert got == [each[i] if each[i] is not None else b"{}" for i in idx.tolist()]
+        pieces, total, starts, ends = store.compacted()
+        blob = b"".join(pieces)
+        assert len(blob) == total
+        packed = ArgsStore(blob, starts, ends)
+        assert [packed[i] for i in range(n)] == each
+
+
+def test_a_piece_the_builder_leaves_joins_the_file_ones_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = []
+    for i in range(3000):
+        texts.append(json.dumps({"ph": "X", "name": f"op{i % 13}", "cat": "cpu_op", "pid": 1, "tid": 10 + i % 2,
+                                 "ts": i * 3 + 0.5, "dur": 2, "args": {"i": i, "s": "x" * (i % 50)}}))
+    texts[1500] = '{"name": "first of two", ' + texts[1500][1:]  # a duplicate field: left to the Python path
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": [' + ",\n".join(texts) + "]}", encoding="utf-8")
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 4 << 10)
+    got = _load(trace)
+    assert not isinstance(got.args_raw.blob, FileBlob)
+    monkeypatch.setenv(parser.ENV, "python")
+    assert digest(got) == digest(load_kineto(trace))
+
+
+def test_the_apps_own_loads_copy_the_args(tmp_path: Path) -> None:
+    from trntui.request import request_for
+    from trntui.tui.loader import in_app, load_run
+
+    assert in_app(None).args_from_file is False
+    assert in_app(LoadOptions(memory_budget=None)).memory_budget is None
+    trace = _plain(tmp_path)
+    (run,) = find_runs(trace)
+    request = request_for(trace, run, options=LoadOptions(cache=False))
+    profile = load_run(request, None, 4)
+    assert not isinstance(profile.args_raw.blob, FileBlob)
