@@ -32,11 +32,12 @@ from trntui.loaders.kineto import chunks, early
 early._MAP_MIN_BYTES = 0
 chunks._CHUNK_BYTES = 64 << 10
 chunks._threads = lambda: 2
-seen = {"numpy_at_first_scan": None, "claimed": []}
+seen = {"numpy_at_first_scan": None, "msgspec_at_first_scan": None, "claimed": []}
 real_init = chunks._Scan.__init__
 def init(self, *a, **k):
     if seen["numpy_at_first_scan"] is None:
         seen["numpy_at_first_scan"] = "numpy" in sys.modules
+        seen["msgspec_at_first_scan"] = "msgspec" in sys.modules
     real_init(self, *a, **k)
 chunks._Scan.__init__ = init
 real_claim = early.claim
@@ -84,13 +85,14 @@ def test_the_first_scans_start_before_numpy_is_imported_and_the_load_claims_them
     got = _summary(trace, PROBE, cache=cache)
     probe = _probe(got)
     assert probe["numpy_at_first_scan"] is False, "numpy was imported before the first scan started"
+    assert probe["msgspec_at_first_scan"] is False, "msgspec was imported before the first scan started"
     assert probe["claimed"] == [True], "the load did not use the scans begun for it"
     plain = _summary(trace, TRNTUI_KINETO_PARSER="python")  # the Python path: no scans at all
     assert plain.returncode == 0, plain.stderr
     assert got.stdout == plain.stdout and "aten::" in got.stdout
     if cached:
         again = _summary(trace, PROBE, cache=cache)
-        assert _probe(again) == {"numpy_at_first_scan": None, "claimed": []}  # the cache's entry: nothing scanned
+        assert _probe(again) == {"numpy_at_first_scan": None, "msgspec_at_first_scan": None, "claimed": []}  # (cached)
         assert again.stdout == plain.stdout
 
 
@@ -160,3 +162,33 @@ def test_nothing_is_begun_for_a_trace_the_load_streams_or_reads_whole(tmp_path: 
     monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")
     with early.begin(trace, None):  # the Python path scans nothing
         assert not early._begun
+
+
+def test_scans_begun_for_an_end_the_top_level_decode_refuses_are_discarded(tmp_path: Path, monkeypatch) -> None:
+    """The scans begin at the array's last candidate end, found from the text alone (before msgspec is imported);
+    a tail whose own string looks like the array's end (`}], ...`) is refused by the top-level decode, and the
+    load goes on from the real end: the profile is the Python path's."""
+    monkeypatch.setattr(early, "_MAP_MIN_BYTES", 0)
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 4 << 10)
+    monkeypatch.setattr(chunks, "_threads", lambda: 2)
+    events = [{"ph": "X", "name": f"op{i % 7}", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": i, "dur": 1,
+               "args": {"i": i}} for i in range(2000)]
+    text = json.dumps({"traceEvents": events, "traceName": "x}], y}", "displayTimeUnit": "ms"})
+    trace = tmp_path / "t.json"
+    trace.write_text(text)
+    decoded = []
+    real = kload.decode_chunked
+
+    def decode_chunked(*a, **k):
+        decoded.append(real(*a, **k))
+        return decoded[-1]
+
+    monkeypatch.setattr(kload, "decode_chunked", decode_chunked)
+    with early.begin(trace, None):
+        (begun,) = early._begun.values()
+        assert trace.read_bytes()[begun.opened.e + 1 :].lstrip().startswith(b", y"), "the test's trap was not taken"
+        got = digest(read_run(_run(trace)))
+    assert len(decoded) == 1 and decoded[0] is not None, "the chunked decode gave up (the whole-file path read it)"
+    assert not early._begun and _no_scan_threads()
+    monkeypatch.setenv("TRNTUI_KINETO_PARSER", "python")
+    assert got == digest(read_run(_run(trace)))

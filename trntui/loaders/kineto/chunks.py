@@ -14,16 +14,14 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from trntui.loaders.kineto.parser import _scan, enabled
-from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, array_span
-from trntui.loaders.kineto.schema import Ev, clock_base
+from trntui.loaders.kineto.pieces import BOUNDARY, PIECES, array_start
 from trntui.loaders.scan import drop_pages
 from trntui.progress import report
 
 if TYPE_CHECKING:
     from trntui.loaders.kineto.columns import Part
+    from trntui.loaders.kineto.schema import Ev
     from trntui.loaders.kineto.streaming import Stream
 
 
@@ -199,6 +197,8 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
     """(events, next position) for the chunk of `inner` starting at event boundary `pos`, cut at the first
     candidate boundary ~_CHUNK_BYTES further (a cut inside a string or nested object is extended to the next
     candidate). (None, len(inner)) when the decode fails through to the end of `inner`."""
+    import msgspec
+
     size = len(inner)
     end, nxt = _first_cut(inner, pos)
     for _attempt in range(4):
@@ -216,23 +216,41 @@ def _decode_chunk(inner: memoryview, pos: int) -> tuple[list[Ev] | None, int]:
 
 class Opened:
     """A document split as head + event array + tail (`open_array`): the array's `[` at `a`, its first candidate
-    end `e` (`]`) with the top-level metadata, the later candidates (`ends`), a view of the data and of the array's
-    inside, and the compiled scans of its pieces (`ahead`; None on the Python path). `copy`: the scans copy the
-    args bytes out of the data; False: they keep only each event's args range of the data, which is the trace
-    file itself (a memory map of it), and the load reads them from the file when asked (model/args.py
-    `FileBlob`)."""
+    end `e` (`]`) with the top-level metadata (`top_meta`: None until `accepted`), the later candidates (`ends`), a
+    view of the data and of the array's inside, and the compiled scans of its pieces (`ahead`; None on the Python
+    path). The end is first the one found from the text alone, so the scans can start before anything is decoded
+    (msgspec is not imported yet: early.py); `accepted` then decodes the top level, which usually confirms it.
+    `copy`: the scans copy the args bytes out of the data; False: they keep only each event's args range of the
+    data, which is the trace file itself (a memory map of it), and the load reads them from the file when asked
+    (model/args.py `FileBlob`)."""
 
-    __slots__ = ("a", "ends", "e", "top_meta", "data", "view", "inner", "ahead", "copy")
+    __slots__ = ("a", "ends", "e", "top_meta", "data", "view", "inner", "ahead", "copy", "views")
 
-    def __init__(
-        self, data: Any, a: int, ends: Any, e: int, top_meta: dict[str, Any], scan: bool, ahead: int, copy: bool,
-    ) -> None:
-        self.a, self.ends, self.e, self.top_meta = a, ends, e, top_meta
+    def __init__(self, data: Any, a: int, ends: Any, e: int, scan: bool, ahead: int, copy: bool) -> None:
+        self.a, self.ends, self.e = a, ends, e
+        self.top_meta: dict[str, Any] | None = None
         self.data = data if isinstance(data, mmap.mmap) and hasattr(data, "madvise") else None  # (else: no drops)
         self.view = memoryview(data)
-        self.inner = self.view[a + 1 : e]
+        self.inner = self.view[a + 1 : max(e, a + 1)]
+        self.views = [self.inner]
         self.copy = copy
         self.ahead = _ScanAhead(ahead, self._drop if self.data is not None else None, copy) if scan else None
+
+    def accepted(self) -> bool:
+        """The first candidate end the top-level decode accepts, with its metadata (`e`, `top_meta`; the array's
+        inside `inner` follows it, and the scans begun for another are discarded by `_ScanAhead.take`); False when
+        none does."""
+        if self.top_meta is not None:
+            return True
+        first = next(self.ends, None)
+        if first is None:
+            return False
+        e, self.top_meta = first
+        if e != self.e:
+            self.e = e
+            self.inner = self.view[self.a + 1 : e]
+            self.views.append(self.inner)
+        return True
 
     def _drop(self, a: int, e: int) -> None:
         """Give back the pages of bytes [a, e) of the array's inside (re-read from the file if touched again)."""
@@ -246,7 +264,7 @@ class Opened:
     def release(self) -> None:
         """Close, and let go of the views of the data (so a memory map can be closed)."""
         self.close()
-        for view in (self.inner, self.view):
+        for view in (*self.views, self.view):
             try:
                 view.release()
             except BufferError:  # (a slice of it is still alive elsewhere)
@@ -257,14 +275,11 @@ def open_array(data: Any, scan: bool, ahead: int = _AHEAD_PIECES, copy: bool = T
     """`data` split as head + event array + tail (pieces.py), the scans not started yet; None when the document
     is neither form. `scan`: the compiled builder reads the pieces, up to `ahead` of them scanned ahead; `copy`:
     see `Opened`."""
-    span = array_span(data)
-    if span is None:
+    found = array_start(data)
+    if found is None:
         return None
-    a, ends = span
-    first = next(ends, None)
-    if first is None:
-        return None
-    return Opened(data, a, ends, first[0], first[1], scan, ahead, copy)
+    a, e, ends = found
+    return Opened(data, a, ends, e, scan, ahead, copy)
 
 
 def decode_chunked(
@@ -290,7 +305,13 @@ def decode_chunked(
         args = None  # (the scans copy the args: nothing is read from the file)
     elif args is None:
         raise ValueError("the scans keep the args in the file, but no file to read them from was given")
+    from trntui.loaders.kineto.schema import clock_base
+
+    if not opened.accepted():
+        opened.release()
+        return None
     a, ends, e, top_meta = opened.a, opened.ends, opened.e, opened.top_meta
+    assert top_meta is not None
     base, _ = clock_base(top_meta)  # pieces put their times on the trace's ns clock as they are decoded
     ahead = opened.ahead
     fast = compiled_part if ahead is not None else None

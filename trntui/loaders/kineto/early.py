@@ -112,7 +112,9 @@ def _start(path: Path, budget: int | None, args_from_file: bool) -> Begun | None
             os.close(fd)
         data.close()
         raise
-    if opened is None or opened.ahead is None:
+    if opened is None or opened.ahead is None or opened.e < 0:
+        if opened is not None:
+            opened.release()
         if fd is not None:
             os.close(fd)
         data.close()

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from trntui.loaders.kineto.schema import Ev, list_decoder, top_level_meta, top_raw_decoder
 from trntui.loaders.scan import first_non_space, last_non_space
 from trntui.progress import report
+
+if TYPE_CHECKING:  # (msgspec is imported when something is decoded: a load begins its scans without it, early.py)
+    from trntui.loaders.kineto.schema import Ev
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 """A candidate boundary between two events (may also match inside a string or nested args: a chunk cut
@@ -30,6 +30,8 @@ class PieceBuffer(threading.local):
         self.buf = bytearray()
 
     def decode(self, piece: Any) -> list[Ev]:
+        from trntui.loaders.kineto.schema import list_decoder
+
         n = len(piece)
         if len(self.buf) < n + 2:
             self.buf = bytearray(n + 2 + (n >> 3))
@@ -62,7 +64,25 @@ def _array_ends(data: Any, a: int, lo: int = 0) -> Iterator[tuple[int, dict[str,
     A `]` inside the event array never gives a valid tail (the array's and its events' closers would
     follow), so a wrong candidate can only be one inside the tail's own values; the chunk decode of the
     event array then fails at its end and the next candidate is tried."""
+    import msgspec
+
+    from trntui.loaders.kineto.schema import top_level_meta, top_raw_decoder
+
     head = data[lo:a]
+    end = last_non_space(data, len(data), a) + 1  # the tail is cut after its last non-whitespace byte
+    for e in _close_candidates(data, a):
+        try:
+            top = top_raw_decoder.decode(head + b"[]" + data[e + 1 : end])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            continue
+        if top.traceEvents is None or bytes(top.traceEvents) != b"[]":
+            continue
+        yield e, top_level_meta(top)
+
+
+def _close_candidates(data: Any, a: int) -> Iterator[int]:
+    """The `]`s that may close the event array opened at `data[a]` (`_array_ends`), last first, by the text
+    around them alone (no decode: msgspec is not needed, early.py), at most 8."""
     hi = len(data)
     end = last_non_space(data, hi, a) + 1  # the tail is cut after its last non-whitespace byte
     tries = 0
@@ -78,21 +98,22 @@ def _array_ends(data: Any, a: int, lo: int = 0) -> Iterator[tuple[int, dict[str,
         tries += 1
         if tries > 8:
             return
-        tail = data[e + 1 : end]
-        if _EVENTS_NAME.search(tail):
+        if _EVENTS_NAME.search(data, e + 1, end):
             continue
-        try:
-            top = top_raw_decoder.decode(head + b"[]" + tail)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            continue
-        if top.traceEvents is None or bytes(top.traceEvents) != b"[]":
-            continue
-        yield e, top_level_meta(top)
+        yield e
 
 
 def array_span(data: Any) -> tuple[int, Iterator[tuple[int, dict[str, Any]]]] | None:
     """Where the event array is: the position of its `[` and its candidate ends with the top-level metadata
     (`_array_ends`; the bare-array form has one, with none); None when the document is neither form."""
+    found = array_start(data)
+    return None if found is None else (found[0], found[2])
+
+
+def array_start(data: Any) -> tuple[int, int, Iterator[tuple[int, dict[str, Any]]]] | None:
+    """`array_span`, and the end its first candidate would give, found without decoding anything (-1: none):
+    (the `[`'s position, that end, the candidate ends with the top-level metadata). The scans of the array's
+    first pieces can start at once (early.py); the first candidate the decode accepts is usually that one."""
     n = len(data)
     lo = a = 3 if data[:3] == b"\xef\xbb\xbf" else 0
     a = first_non_space(data, a, n)
@@ -101,11 +122,11 @@ def array_span(data: Any) -> tuple[int, Iterator[tuple[int, dict[str, Any]]]] | 
         e = last_non_space(data, n, a)
         if e <= a or data[e] != ord("]"):
             return None
-        return a, iter([(e, {})])
+        return a, e, iter([(e, {})])
     if first == b"{":
         m = _EVENTS_KEY.search(data, a)
         if m is None:
             return None
         a = m.end() - 1
-        return a, _array_ends(data, a, lo)
+        return a, next(_close_candidates(data, a), -1), _array_ends(data, a, lo)
     return None
