@@ -3,7 +3,8 @@
 A fresh load holds each event's args as a `msgspec.Raw` slice of the whole file buffer, which keeps the
 file's bytes (and one Python object per event) alive for the profile's lifetime. `ArgsStore` copies just the
 args bytes into one blob (a fraction of the file), so the file buffer can be freed; the parsed-profile cache
-stores the same blob. `store[i]` is the event's args bytes, or None when it has none.
+stores the same blob. A big plain trace's compiled load copies nothing: its blob is the file itself (`FileBlob`,
+read with `pread` when asked). `store[i]` is the event's args bytes, or None when it has none.
 """
 
 from __future__ import annotations

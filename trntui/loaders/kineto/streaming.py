@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,8 @@ _PIECE = 8 << 20
 
 def _temp(directory: Path | None) -> BinaryIO:
     """An unlinked temporary file in `directory` (`LoadOptions.scratch_dir`), else the system's temporary dir."""
+    import tempfile  # (here: a load that spills nothing does without it and its imports, ~2 ms)
+
     if directory is not None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
