@@ -1,6 +1,7 @@
 """Fuzzing the compiled column builder (bounded time): hypothesis-generated traces, and the same traces with bytes
-flipped, cut, dropped or inserted, load to the same profile or fail with the same error on both paths; never a
-crash (a crash in the C code would take the test process down). A longer run: TRNTUI_FUZZ_EXAMPLES=5000."""
+flipped, cut, dropped or inserted, load to the same profile or fail with the same error on both paths (and on the
+compiled path read from a memory map, as a big plain trace is: its args left in the file); never a crash (a crash
+in the C code would take the test process down). A longer run: TRNTUI_FUZZ_EXAMPLES=5000."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.kineto_digest import digest
 from trntui.errors import TrntuiError
-from trntui.loaders.kineto import parser
+from trntui.loaders.kineto import chunks, early, parser
 from trntui.loaders.kineto.load import load_kineto
 
 pytestmark = pytest.mark.skipif(parser._scan is None, reason="the compiled parser is not built in this install")
@@ -61,7 +62,21 @@ def _mode(mode: str):
             os.environ[parser.ENV] = old
 
 
+@contextmanager
+def _mapped():
+    """Every plain trace read from a memory map in 1 KB pieces (its args left in the file, model/args.py)."""
+    old = early._MAP_MIN_BYTES, chunks._CHUNK_BYTES
+    early._MAP_MIN_BYTES, chunks._CHUNK_BYTES = 0, 1 << 10
+    try:
+        yield
+    finally:
+        early._MAP_MIN_BYTES, chunks._CHUNK_BYTES = old
+
+
 def _outcome(path: Path, mode: str):
+    if mode == "compiled-mapped":
+        with _mapped():
+            return _outcome(path, "compiled")
     with _mode(mode):
         try:
             return digest(load_kineto(path))
@@ -98,4 +113,6 @@ def test_generated_and_mutated_traces_same_on_both_paths(events: list[dict], ops
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"
         path.write_bytes(text)
-        assert _outcome(path, "compiled") == _outcome(path, "python")
+        python = _outcome(path, "python")
+        assert _outcome(path, "compiled") == python
+        assert _outcome(path, "compiled-mapped") == python
