@@ -9,7 +9,8 @@ For each trace and round the floor and trntui run back to back, their order swap
 the machine's speed hits both alike), after one untimed warm-up run of each (page cache, bytecode). Reported:
 medians of wall time, the ratio of the medians and the median of the per-round ratios, CPU time (user+sys, every
 process of the run, so trntui's forked decoder counts), peak RSS (`/usr/bin/time`: the largest process) and the
-load average before and after, and the cost per event (median wall and CPU of trntui / events in the trace). The
+load average before and after, and the cost per event (median wall and CPU of trntui / events in the trace; and
+net of the start-up: the median wall of `trntui summary` on a trace of 3 events, measured first, taken off). The
 targets (issue 32): <= 0.8x the floor on the CPU trace and <= 0.6x on the 2M trace, peak RSS <= 1.5x the JSON size
 (the 5M trace has no ratio target: its time, RSS and cost per event are reported).
 Where the time above the floor goes: bench/floor_profile.py.
@@ -22,6 +23,7 @@ directory (unused: --no-cache).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -114,12 +116,24 @@ def measure(trace: Path, rounds: int, progress: bool = True) -> dict:
     }
 
 
-def table(results: list[tuple[str, dict]]) -> list[str]:
+def startup(rounds: int) -> float:
+    """Median wall of `trntui summary --no-cache` on a trace of 3 events: what a run costs before its events (the
+    interpreter, the imports, the table's set-up), taken off the per-event figures."""
+    tiny = make_inputs.DATA / "three_events.json"
+    if not tiny.exists():
+        events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5}
+                  for i in range(3)]
+        tiny.write_text(json.dumps({"traceEvents": events}))
+    run_once(command("trntui", tiny))
+    return statistics.median(run_once(command("trntui", tiny))["wall"] for _ in range(rounds))
+
+
+def table(results: list[tuple[str, dict]], start: float | None = None) -> list[str]:
     lines = [
         "| trace | floor (median wall) | `trntui summary --no-cache` (median wall) | ratio of medians | median of per-round "
         "ratios | CPU: floor / trntui (ratio) | trntui peak RSS (/ JSON size) | trntui µs per event: wall, CPU "
-        "| load average before → after | target |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| µs per event net of the start-up | load average before → after | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, label, r in results:
         target = TARGET_RATIO.get(key)
@@ -137,19 +151,22 @@ def table(results: list[tuple[str, dict]]) -> list[str]:
             f"| {r['floor']['cpu']:.2f} s / {r['trntui']['cpu']:.2f} s ({r['cpu_ratio']:.2f}×) "
             f"| {r['rss_mb']:,.0f} MB ({r['rss_mb'] / r['size_mb']:.2f}×) "
             f"| {r['us_per_event']:.3f}, {r['cpu_us_per_event']:.3f} "
-            f"| {r['load'][0]:.1f} → {r['load'][1]:.1f} | {verdict} |"
+            f"| {(r['trntui']['wall'] - start) / r['events'] * 1e6:.3f} ({start:.3f} s off) " if start is not None else "| – "
         )
+        lines[-1] += f"| {r['load'][0]:.1f} → {r['load'][1]:.1f} | {verdict} |"
     return lines
 
 
 def run(which: list[str], rounds: int) -> list[str]:
+    print("== start-up: trntui summary on a trace of 3 events", file=sys.stderr, flush=True)
+    start = startup(rounds)
     results = []
     for key in which:
         kind, label = TRACES[key]
         trace = make_inputs.ensure(kind)
         print(f"== floor ratio: {label} ({trace.name})", file=sys.stderr, flush=True)
         results.append((key, label, measure(trace, rounds)))
-    return table(results)
+    return table(results, start)
 
 
 def main(argv: list[str] | None = None) -> int:
