@@ -208,3 +208,37 @@ def test_the_apps_own_loads_copy_the_args(tmp_path: Path) -> None:
     request = request_for(trace, run, options=LoadOptions(cache=False))
     profile = load_run(request, None, 4)
     assert not isinstance(profile.args_raw.blob, FileBlob)
+
+
+def test_input_shapes_read_in_batches_equal_the_per_event_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--group-by-input-shapes` reads the args of a batch of events at once (`input_shapes_many`); a batch holding
+    damaged args falls back to the per-event decode: the same strings as `input_shapes_of` either way."""
+    from trntui.analysis.key_averages import names
+    from trntui.model.args import ArgsStore
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 5}", "pid": 1, "tid": 1, "ts": i, "dur": 1,
+               "args": {"Input Dims": [[i % 3, 4], [], [[1, 2], [3]]][: 1 + i % 3],
+                        "Input type": ["float", "", "TensorList"][: 1 + i % 3]} if i % 4 else {"x": i}}
+              for i in range(3000)]
+    odd = ['{"Input Dims": null, "Input dims": [[5]]}', '{"Input dims": [[6, 7]], "Input type": null}',
+           '{"Input Dims": [[1]], "Input Dims": [[8, 9]]}', '{"Input Dims": "not a list"}', '{"Input\\u0020Dims": [[3]]}']
+    texts = [json.dumps(e) for e in events]
+    for k, a in enumerate(odd):  # (key cases `dict.get` reads in its own way: a present null, a duplicate, ...)
+        texts[100 + k] = json.dumps({**events[100 + k], "args": None}).replace("null}", a + "}")
+    texts[2000] = json.dumps({**events[2000], "args": None}).replace("null}", "[1, 2]}")  # args not an object
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": [' + ",".join(texts) + "]}")
+    profile = _load(trace)
+    assert isinstance(profile.args_raw.blob, FileBlob)
+    monkeypatch.setattr(names, "_BATCH", 700)
+    idx = np.arange(len(profile))[::-1]
+    one_by_one = [names.input_shapes_of(profile, int(i)) for i in idx]
+    assert names.input_shapes_many(profile, idx) == one_by_one
+    assert len(set(one_by_one)) > 3 and {"[[6, 7]]", "[[8, 9]]", "not a list", "[[3]]"} <= set(one_by_one)
+    assert "[[5]]" not in one_by_one  # (a present null "Input Dims" is what `dict.get` gives: no shapes)
+    # damaged args in memory (a store of raw bytes): that batch decodes event by event
+    store = profile.args_raw.in_memory()
+    raws = [store[i] for i in range(len(store))]
+    raws[10] = b'{"Input Dims": [[1, 2]], "Input type": ["float"], bad'
+    profile.args_raw = ArgsStore.from_raw(raws)
+    assert names.input_shapes_many(profile, idx) == [names.input_shapes_of(profile, int(i)) for i in idx]

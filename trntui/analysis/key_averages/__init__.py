@@ -35,6 +35,7 @@ from trntui.analysis.key_averages.cpu_tree import (
 from trntui.analysis.key_averages.names import (
     _device_type_label,
     _rewritten_name_ids,
+    input_shapes_many,
     input_shapes_of,
     parse_input_shapes,
     rewrite_name,
@@ -366,7 +367,7 @@ def _aggregate(profile: Profile, links: Links, tree: CpuTree, by_shapes: bool) -
     if by_shapes:
         shape_ids: dict[str, int] = {"[]": 0}
         sid = np.fromiter(
-            (shape_ids.setdefault(input_shapes_of(profile, ev), len(shape_ids)) for ev in evs[: nc + nd].tolist()),
+            (shape_ids.setdefault(text, len(shape_ids)) for text in input_shapes_many(profile, evs[: nc + nd])),
             np.int64,
             count=nc + nd,
         )

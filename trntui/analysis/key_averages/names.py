@@ -77,8 +77,61 @@ def _device_type_label(profile: Profile, cat: str) -> str:
 
 def input_shapes_of(profile: Profile, i: int) -> str:
     """torch prints `str(input_shapes)`: a list of lists, e.g. `[[4, 512], []]` (a TensorList argument is `[]`)."""
-    args = profile.args(i)
+    return _shapes_text(profile.args(i))
+
+
+def _shapes_text(args: dict[str, Any]) -> str:
     dims = args.get("Input Dims", args.get("Input dims"))
     if dims is None:
         return "[]"
     return str(parse_input_shapes(dims, args.get("Input type")))
+
+
+_BATCH = 8192
+"""Events whose args are decoded at once by `input_shapes_many` (one msgspec call per batch)."""
+
+
+def input_shapes_many(profile: Profile, idx: np.ndarray) -> list[str]:
+    """`input_shapes_of` of every event of `idx`: the args of a batch of events read at once (`raw_many`: a
+    window of the file at a time where they were left in it) and decoded in one call; a batch that does not
+    decode as a whole (an event's args damaged) is decoded event by event, as `Profile.args` does."""
+    from trntui.model.args import ArgsStore, decode_args, raw_many
+
+    store = profile.args_raw
+    idx = np.asarray(idx, np.int64)
+    if not isinstance(store, ArgsStore):
+        return [input_shapes_of(profile, int(i)) for i in idx.tolist()]
+    import msgspec
+
+    decoder = _shape_args_decoder()
+    unset = msgspec.UNSET
+    out: list[str] = []
+    for k in range(0, len(idx), _BATCH):
+        raws = raw_many(store, idx[k : k + _BATCH])
+        try:  # only the three keys are built (msgspec skips the others): as `args.get` reads them
+            got = decoder.decode(b"[" + b",".join(raws) + b"]")
+        except (ValueError, TypeError, RecursionError):  # (DecodeError and ValidationError are ValueErrors)
+            out.extend(_shapes_text(decode_args(r)) for r in raws)
+            continue
+        for a in got:
+            dims = a.dims if a.dims is not unset else a.dims_lower if a.dims_lower is not unset else None
+            out.append("[]" if dims is None else str(parse_input_shapes(dims, None if a.types is unset else a.types)))
+    return out
+
+
+_decoders: list[Any] = []
+
+
+def _shape_args_decoder() -> Any:
+    """msgspec's decoder of a list of args objects, keeping `Input Dims`, `Input dims` and `Input type` (UNSET
+    where absent, so a present null is told from no key, as `dict.get` does); made on first use."""
+    if not _decoders:
+        import msgspec
+
+        class ShapeArgs(msgspec.Struct):
+            dims: Any = msgspec.field(name="Input Dims", default=msgspec.UNSET)
+            dims_lower: Any = msgspec.field(name="Input dims", default=msgspec.UNSET)
+            types: Any = msgspec.field(name="Input type", default=msgspec.UNSET)
+
+        _decoders.append(msgspec.json.Decoder(list[ShapeArgs]))
+    return _decoders[0]
