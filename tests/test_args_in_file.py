@@ -242,3 +242,20 @@ def test_input_shapes_read_in_batches_equal_the_per_event_ones(tmp_path: Path, m
     raws[10] = b'{"Input Dims": [[1, 2]], "Input type": ["float"], bad'
     profile.args_raw = ArgsStore.from_raw(raws)
     assert names.input_shapes_many(profile, idx) == [names.input_shapes_of(profile, int(i)) for i in idx]
+
+
+def test_args_decoded_a_batch_at_a_time_equal_profile_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`decoded_many` (the Neuron mapping's loop over every framework op) gives `Profile.args(i)` for each event, for
+    args left in the file, in memory, damaged, and a store that is a plain list."""
+    trace = _plain(tmp_path)
+    profile = _load(trace)
+    monkeypatch.setattr(margs, "_BATCH", 999)
+    idx = np.random.default_rng(3).permutation(len(profile))[:20_000]
+    want = [profile.args(int(i)) for i in idx]
+    assert list(margs.decoded_many(profile.args_raw, idx)) == want
+    raws = [profile.args_raw[i] for i in range(len(profile))]
+    raws[int(idx[5])] = b'{"broken": '
+    raws[int(idx[6])] = b"[1, 2]"
+    for store in (ArgsStore.from_raw(raws), raws, [{"a": 1} if r is None else r for r in raws]):
+        profile.args_raw = store
+        assert list(margs.decoded_many(store, idx)) == [profile.args(int(i)) for i in idx]

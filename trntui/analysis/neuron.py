@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from trntui.analysis.links import Links, Rule
+from trntui.model.args import decoded_many
 from trntui.model.profile import NO_ID, Profile, Tier
 
 EXECUTION = "nc_exec_running"
@@ -405,8 +406,8 @@ def _mapping_edges(profile: Profile, links: Links, mapping: list, tiers: np.ndar
     rts = rt[o]
     keys, first = np.unique(profile.corr[rts], return_index=True)
     rep_of = dict(zip(keys.tolist(), rts[first].tolist()))
-    for op in np.nonzero(links.frontend)[0].tolist():
-        a = profile.args(op)
+    ops = np.nonzero(links.frontend)[0]
+    for op, a in zip(ops.tolist(), decoded_many(profile.args_raw, ops)):  # (read a batch at a time)
         sn = a.get("Sequence number")
         if sn is None:
             continue

@@ -280,6 +280,32 @@ class ArgsStore(Sequence):
 
 _EMPTY_ARGS = b"{}"
 
+_BATCH = 8192
+"""Events whose args `decoded_many` reads and decodes at once."""
+
+
+def decoded_many(store: Any, idx: np.ndarray) -> Iterator[dict[str, Any]]:
+    """`Profile.args(i)` for each event of `idx`, in order, a batch at a time: the batch's raw args read at once
+    (`raw_many`: a window of the file at a time where they were left in it) and decoded in one msgspec call; a
+    batch that does not decode as a whole is decoded event by event (`decode_args`), so each dict is the one
+    `Profile.args` gives."""
+    idx = np.asarray(idx, np.int64)
+    if not isinstance(store, ArgsStore):
+        for i in idx.tolist():
+            raw = store[i] if i < len(store) else None
+            yield {} if raw is None else raw if isinstance(raw, dict) else decode_args(raw)
+        return
+    decode_args(b"{}")  # (the decoder, made)
+    decoder = _decoders[0]
+    for k in range(0, len(idx), _BATCH):
+        raws = raw_many(store, idx[k : k + _BATCH])
+        try:
+            values = decoder.decode(b"[" + b",".join(raws) + b"]")
+        except (ValueError, TypeError, RecursionError):  # (msgspec.DecodeError is a ValueError)
+            values = [decode_args(r) for r in raws]
+        for v in values:
+            yield v if isinstance(v, dict) else {"value": v}
+
 
 def raw_many(store: Any, idx: np.ndarray) -> list[Any]:
     """The raw args of events `idx` as bytes-like objects (memoryviews into the store's blob, no copies), `{}`
