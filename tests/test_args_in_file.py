@@ -259,3 +259,53 @@ def test_args_decoded_a_batch_at_a_time_equal_profile_args(tmp_path: Path, monke
     for store in (ArgsStore.from_raw(raws), raws, [{"a": 1} if r is None else r for r in raws]):
         profile.args_raw = store
         assert list(margs.decoded_many(store, idx)) == [profile.args(int(i)) for i in idx]
+
+
+TRUNCATE_DURING_SCANS = r"""
+import os, sys
+from trntui.loaders.kineto import chunks, early
+early._MAP_MIN_BYTES = 0
+chunks._CHUNK_BYTES = 64 << 10
+chunks._threads = lambda: 2
+real = chunks.scan_text
+calls = []
+def scan_text(piece, copy=True):
+    calls.append(1)
+    if len(calls) == int(sys.argv[2]):
+        os.truncate(sys.argv[1], 1000)  # another program rewrites the trace while it is read
+    return real(piece, copy)
+chunks.scan_text = scan_text
+from trntui import cli
+sys.exit(cli.main(["summary", sys.argv[1], "--no-cache"]))
+"""
+
+
+@pytest.mark.parametrize("at", [100, 200])
+def test_a_file_truncated_while_it_is_scanned_is_a_one_line_error_not_sigbus(tmp_path: Path, at: int) -> None:
+    """The scans read a memory map of the file: a read past the new end of a file truncated meanwhile is a SIGBUS,
+    which the scanner's guard turns into an error (`_scan.DataVanished`), said as one line naming the file, exit 2.
+    (The trace is ~235 pieces; at most 64 are scanned before the load claims them, so the 100th scan and later run
+    under the load: a file truncated before that claim is read afresh, and is then damaged JSON.)"""
+    trace = _plain(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("TRNTUI_KINETO_PARSER", "TRNTUI_DEBUG")}
+    env["PYTHONPATH"] = str(ROOT)
+    got = subprocess.run([sys.executable, "-c", TRUNCATE_DURING_SCANS, str(trace), str(at)], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert got.returncode == 2, (got.returncode, got.stderr[-2000:])
+    assert got.stderr.strip().splitlines() == [f"trntui: error: {trace}: was truncated while it was read (another "
+                                                "program is rewriting it?): load it again once it is written"]
+
+
+def test_the_boundary_search_is_the_regex_one() -> None:
+    """`_scan.boundary` (the cut between pieces, read under the SIGBUS guard) finds what `pieces.BOUNDARY` finds."""
+    import random
+
+    from trntui.loaders.kineto.pieces import BOUNDARY
+
+    rng = random.Random(5)
+    alphabet = b'}{, \t\n\r\f\vax"'
+    for _ in range(20_000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        pos = rng.randint(-2, 32)
+        m = BOUNDARY.search(data, max(pos, 0)) if pos <= len(data) else None
+        assert parser._scan.boundary(data, pos) == ((m.start(), m.end()) if m else None), (data, pos)

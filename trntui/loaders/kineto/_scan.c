@@ -9,7 +9,9 @@
  * (compiled.py builds the same `Part` from these columns; the tests compare both paths).
  *
  * Safety: every read is bounds-checked against the buffer's end; no length or count in the input is trusted
- * (columns grow as events are found); the recursion depth is bounded. */
+ * (columns grow as events are found); the recursion depth is bounded. A piece is usually a memory map of the
+ * trace file: if the file is truncated while it is read, a read past its new end is a SIGBUS, which the guard
+ * (below) turns into a `DataVanished` error (an OSError) instead of the process's end. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +23,11 @@
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <setjmp.h>
+#include <signal.h>
+#define GUARD 1
 #endif
 
 #define MAX_DEPTH 64
@@ -204,7 +211,43 @@ static void ints_free(Ints *t) {
 
 /* ---- the scanner ---- */
 
-enum { OK = 0, BAIL = 1, NOMEM = 2 };
+enum { OK = 0, BAIL = 1, NOMEM = 2, VANISHED = 3 };
+
+/* ---- SIGBUS while a mapped buffer is read (its file truncated meanwhile) ----
+ * The thread reading the buffer [guard_lo, guard_hi) notes where to jump back to; a SIGBUS at an address inside
+ * it jumps there (the read is abandoned: `VANISHED`). Any other SIGBUS gets the disposition there was before
+ * (restored, the faulting read then happens again under it). Only the scanner's own reads run under the guard:
+ * no lock is held and nothing is half-allocated when they fault. */
+#ifdef GUARD
+static __thread sigjmp_buf *guard_jmp;
+static __thread const char *guard_lo, *guard_hi;
+static struct sigaction guard_old;
+
+static void guard_handler(int sig, siginfo_t *info, void *ctx) {
+    (void)sig;
+    (void)ctx;
+    sigjmp_buf *j = guard_jmp;
+    const char *a = info ? (const char *)info->si_addr : NULL;
+    if (j && a && a >= guard_lo && a < guard_hi) {
+        guard_jmp = NULL;
+        siglongjmp(*j, 1);
+    }
+    sigaction(SIGBUS, &guard_old, NULL);
+}
+
+/* Our handler in place (called with the GIL held: one thread at a time). */
+static void guard_install(void) {
+    struct sigaction cur;
+    if (sigaction(SIGBUS, NULL, &cur) != 0) return;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == guard_handler) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = guard_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGBUS, &sa, &cur) == 0) guard_old = cur;
+}
+#endif
 
 typedef struct {
     cp p, end;
@@ -1092,6 +1135,8 @@ PyDoc_STRVAR(scan_doc,
              "copied into one blob (the offsets point into it); else the blob is None and the offsets are the\n"
              "args' ranges of the piece itself.");
 
+static PyObject *DataVanished; /* an OSError: the mapped data being read vanished (the guard) */
+
 static Py_ssize_t last_bail = -1; /* where the last `scan` that returned None stopped (tests, diagnosis) */
 
 static PyObject *bail_at(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(last_bail); }
@@ -1117,13 +1162,33 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
         o.blob.cap = (size_t)view.len;
     }
     Py_ssize_t n = 0;
-    int r;
+    volatile int r = NOMEM;
+#ifdef GUARD
+    guard_install();
+#endif
     Py_BEGIN_ALLOW_THREADS
-    r = reserve_columns(&o, (size_t)view.len) ? NOMEM : scan_piece(&s, &o, &n);
+    if (reserve_columns(&o, (size_t)view.len) == 0) {
+#ifdef GUARD
+        sigjmp_buf jb;
+        guard_lo = (const char *)view.buf;
+        guard_hi = guard_lo + view.len;
+        if (sigsetjmp(jb, 1) == 0) {
+            guard_jmp = &jb;
+            r = scan_piece(&s, &o, &n);
+        } else {
+            r = VANISHED;
+        }
+        guard_jmp = NULL;
+#else
+        r = scan_piece(&s, &o, &n);
+#endif
+    }
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
     if (r == NOMEM) {
         PyErr_NoMemory();
+    } else if (r == VANISHED) {
+        PyErr_SetString(DataVanished, "the data vanished while it was read (its file was truncated)");
     } else if (r == BAIL) {
         last_bail = (Py_ssize_t)(s.p - (cp)view.buf);
         result = Py_NewRef(Py_None);
@@ -1158,7 +1223,64 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     return result;
 }
 
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+PyDoc_STRVAR(boundary_doc,
+             "boundary(data, pos) -> (start, end) | None\n\n"
+             "The first candidate event boundary at or after `pos`: what `re.search(rb'\\}\\s*,\\s*\\{', data, pos)` finds,\n"
+             "as (match start, match end); None when there is none. Read under the SIGBUS guard (DataVanished).");
+
+static PyObject *boundary(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "y*n:boundary", &view, &pos)) return NULL;
+    volatile Py_ssize_t a = -1, e = -1;
+    volatile int vanished = 0;
+    if (pos < 0) pos = 0;
+#ifdef GUARD
+    guard_install();
+#endif
+    Py_BEGIN_ALLOW_THREADS
+#ifdef GUARD
+    sigjmp_buf jb;
+    guard_lo = (const char *)view.buf;
+    guard_hi = guard_lo + view.len;
+    if (sigsetjmp(jb, 1) == 0) {
+        guard_jmp = &jb;
+#endif
+        cp b = (cp)view.buf, end = b + view.len, p = pos < view.len ? b + pos : end;
+        while (p < end && (p = memchr(p, '}', (size_t)(end - p))) != NULL) {
+            cp q = p + 1;
+            while (q < end && is_space(*q)) q++;
+            if (q < end && *q == ',') {
+                q++;
+                while (q < end && is_space(*q)) q++;
+                if (q < end && *q == '{') {
+                    a = p - b;
+                    e = q + 1 - b;
+                    break;
+                }
+            }
+            p++;
+        }
+#ifdef GUARD
+    } else {
+        vanished = 1;
+    }
+    guard_jmp = NULL;
+#endif
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (vanished) {
+        PyErr_SetString(DataVanished, "the data vanished while it was read (its file was truncated)");
+        return NULL;
+    }
+    if (a < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", (Py_ssize_t)a, (Py_ssize_t)e);
+}
+
 static PyMethodDef methods[] = {
+    {"boundary", boundary, METH_VARARGS, boundary_doc},
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS, scan_doc},
     {"bail_at", bail_at, METH_NOARGS, "Where the last scan that returned None stopped (a byte offset; -1: none)."},
     {NULL, NULL, 0, NULL},
@@ -1168,5 +1290,15 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The compile
 
 PyMODINIT_FUNC PyInit__scan(void) {
     if (PyType_Ready(&ColumnType) < 0) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    DataVanished = PyErr_NewExceptionWithDoc(
+        "trntui.loaders.kineto._scan.DataVanished",
+        "A memory-mapped piece being scanned vanished (its file was truncated while it was read).", PyExc_OSError,
+        NULL);
+    if (!DataVanished || PyModule_AddObjectRef(m, "DataVanished", DataVanished) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

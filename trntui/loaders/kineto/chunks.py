@@ -56,12 +56,19 @@ class _NotChunkable(Exception):
 
 
 def _first_cut(inner: memoryview, pos: int) -> tuple[int, int]:
-    """(end, next start) of the chunk starting at `pos`: cut at the first candidate boundary ~_CHUNK_BYTES on."""
+    """(end, next start) of the chunk starting at `pos`: cut at the first candidate boundary ~_CHUNK_BYTES on
+    (found by the compiled `_scan.boundary` where it is built: the same match as `BOUNDARY`, read under its SIGBUS
+    guard, as the scans are, since the cut is looked for far ahead in a memory map of the file)."""
     size = len(inner)
     if pos + _CHUNK_BYTES < size:
-        m = BOUNDARY.search(inner, pos + _CHUNK_BYTES)
-        if m is not None:
-            return m.start() + 1, m.end() - 1
+        if _scan is not None:
+            found = _scan.boundary(inner, pos + _CHUNK_BYTES)
+            if found is not None:
+                return found[0] + 1, found[1] - 1
+        else:
+            m = BOUNDARY.search(inner, pos + _CHUNK_BYTES)
+            if m is not None:
+                return m.start() + 1, m.end() - 1
     return size, size
 
 
@@ -138,6 +145,9 @@ class _ScanAhead:
         self.next_pos = 0
         self.running = 0
         self.stopped = False
+        self.error: BaseException | None = None
+        """What starting the next scans raised on a scan's thread (a cut looked for in a file truncated meanwhile):
+        raised by `take` on the loading thread."""
 
     def take(self, inner: memoryview, pos: int) -> tuple[int, int, Any]:
         if not self.threaded:
@@ -151,7 +161,10 @@ class _ScanAhead:
         with self.lock:
             _, _, end, nxt, scan = self.queue.popleft()
             self._fill()
-        return end, nxt, scan.result()
+        got = scan.result()
+        if self.error is not None:
+            raise self.error
+        return end, nxt, got
 
     def prime(self, inner: memoryview, pos: int) -> None:
         """Start the scans of the piece at `pos` and the ones after it now (early.py: before numpy is imported)."""
@@ -181,7 +194,11 @@ class _ScanAhead:
             self.drop(at, at + n)  # (advice: scan.drop_pages ignores a refusal)
         with self.lock:
             self.running -= 1
-            self._fill()
+            try:
+                self._fill()
+            except BaseException as exc:  # noqa: BLE001 - for the loading thread (`take`)
+                self.error = exc
+                self.stopped = True
 
     def close(self) -> None:
         """Stop starting scans and wait for the ones running (none may outlive the load: they read its data)."""

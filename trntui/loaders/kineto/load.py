@@ -98,6 +98,23 @@ def _decoding(mapped: Any = None) -> Iterator[None]:
                 pass
 
 
+@contextmanager
+def _truncated_meanwhile(path: Path) -> Iterator[None]:
+    """A memory-mapped file truncated while the compiled scanner reads it (a SIGBUS its guard caught:
+    `_scan.DataVanished`) is a one-line error naming it, not the process's end."""
+    from trntui.loaders.kineto.parser import _scan
+
+    vanished = getattr(_scan, "DataVanished", None)
+    if vanished is None:
+        yield
+        return
+    try:
+        yield
+    except vanished:
+        raise LoadError(path, "was truncated while it was read (another program is rewriting it?): load it "
+                              "again once it is written") from None
+
+
 def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str, args_from_file: bool = True) -> bool:
     """Decode a big plain trace from a read-only memory map: the file is never copied into memory, and the
     pages of decoded pieces are given back as the decode goes (measured on the 2M trace: ~10% faster and
@@ -116,7 +133,7 @@ def _load_mapped(path: Path, builder: ProfileBuilder, *, instance: str, args_fro
         data, fd = early.map_plain(path, args_from_file and enabled())
         opened = None
     args = FileBlob(path, fd) if fd is not None else None  # (it closes the descriptor when it goes)
-    with _decoding(data):
+    with _decoding(data), _truncated_meanwhile(path):
         chunked = decode_chunked(data, Stream(path, data), opened, args)
         if chunked is None:
             return False
@@ -140,7 +157,7 @@ def _load_streamed(
     meta.sources.append(str(path))
     meta.notes.append(f"{path.name}: streamed to stay within the memory budget of {fmt(budget)} (args read from disk)")
     spill = ArgsSpill(scratch_dir)
-    with _decoding(data):
+    with _decoding(data), _truncated_meanwhile(path):
         stream = Stream(path, data, spill, budget)
         chunked = decode_chunked(data, stream)
         if chunked is None:
