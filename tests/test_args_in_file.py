@@ -143,10 +143,16 @@ def test_the_descriptor_goes_with_the_profile(tmp_path: Path) -> None:
     assert fds() == n
 
 
-def test_the_cache_and_a_pickle_hold_them_in_memory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "cpu_only.json.gz"])
+def test_the_cache_and_a_pickle_hold_them_in_memory(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(The CPU trace's link ids stay in its args until the cache writer asks for them: read back from the file
+    a batch at a time, `Profile._parse_links`, here in windows of 4 KB and batches of 1000 events.)"""
     from trntui import cache as profile_cache
+    from trntui.model import profile as mprofile
 
-    trace = _plain(tmp_path)
+    monkeypatch.setattr(margs, "_WINDOW", 4096)
+    monkeypatch.setattr(mprofile, "_LINK_BATCH", 1000)
+    trace = _plain(tmp_path, name)
     (run,) = find_runs(trace)
     options = LoadOptions(cache=True, cache_dir=tmp_path / "cache", cache_min_bytes=0)
     from trntui.session import load_run
@@ -157,6 +163,7 @@ def test_the_cache_and_a_pickle_hold_them_in_memory(tmp_path: Path) -> None:
     again = load_run(run, options)
     assert not isinstance(again.args_raw.blob, FileBlob), "the second load was not served from the cache"
     assert _all_args(again) == _all_args(first)
+    assert np.array_equal(again.ext, first.ext) and np.array_equal(again.corr, first.corr) and (first.ext > 0).any()
     back = pickle.loads(pickle.dumps(first.args_raw))
     assert isinstance(back.blob, bytes) and [back[i] for i in range(len(back))] == _all_args(first)
 
@@ -309,3 +316,34 @@ def test_the_boundary_search_is_the_regex_one() -> None:
         pos = rng.randint(-2, 32)
         m = BOUNDARY.search(data, max(pos, 0)) if pos <= len(data) else None
         assert parser._scan.boundary(data, pos) == ((m.start(), m.end()) if m else None), (data, pos)
+
+
+def test_the_packed_args_are_the_same_gathered_in_c_or_with_writev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache's args blob of a store over the file: `_kernels.gather_ranges` and the Python `writev` path write
+    the same bytes, and each event's args read back from them are its args (also with windows smaller than one
+    event's args, and over a file truncated meanwhile: the one-line error)."""
+    from trntui.model import kernels
+
+    trace = _plain(tmp_path)
+    store = _load(trace).args_raw
+    each = [store[i] for i in range(len(store))]
+    out = {}
+    for name, compiled, window in (("c", True, None), ("writev", False, None), ("writev-small", False, 100)):
+        if not compiled:
+            monkeypatch.setattr(kernels, "kernel", lambda: None)
+        if window:
+            monkeypatch.setattr(margs, "_WINDOW", window)
+        with open(tmp_path / f"{name}.bin", "wb") as f:
+            f.write(b"HEAD")
+            total, starts, ends = store.write_packed(f)
+        data = (tmp_path / f"{name}.bin").read_bytes()
+        assert data[:4] == b"HEAD" and len(data) == 4 + total == 4 + store.packed_length()
+        packed = ArgsStore(data[4:], starts, ends)
+        assert [packed[i] for i in range(len(packed))] == each
+        out[name] = data
+    assert out["c"] == out["writev"] == out["writev-small"]
+    monkeypatch.undo()
+    with open(trace, "r+b") as f:
+        f.truncate(len(trace.read_bytes()) // 2)
+    with open(tmp_path / "late.bin", "wb") as f, pytest.raises(LoadError, match="changed on disk"):
+        store.write_packed(f)

@@ -153,11 +153,12 @@ def _write_entry(
         save(f"flow_{c}", getattr(profile.flows, c))
     args = ArgsStore.from_raw(profile.args_raw)
     if isinstance(args.blob, FileBlob):  # args left in the trace file: read from it a window at a time, packed
-        pieces, total, starts, ends = args.compacted()
+        total = args.packed_length()
         with open(d / "args_blob.npy", "xb") as f:
             np.lib.format.write_array_header_1_0(f, {"descr": "|u1", "fortran_order": False, "shape": (total,)})
-            for piece in pieces:
-                f.write(piece)
+            written, starts, ends = args.write_packed(f)
+        if written != total:
+            raise ValueError("args_blob: the packed args changed length while written")
         args = ArgsStore(b"", starts, ends)
     elif isinstance(args.blob, Blobs) and len(args.blob):
         # written piece by piece after an .npy header: no joined copy in memory (and plain writes: through a

@@ -87,6 +87,15 @@ class FileBlob:
     def __getitem__(self, s: slice) -> bytes:
         return self.read(int(s.start), int(s.stop))
 
+    def check(self) -> None:
+        """A `LoadError` (`changed`) when the file is no longer the one loaded (size, modification time)."""
+        try:
+            st = os.fstat(self.fd)
+        except OSError as exc:
+            raise LoadError(self.path, f"cannot read its events' args: {exc.strerror or exc}") from None
+        if (st.st_size, st.st_mtime_ns) != self.identity:
+            raise self.changed()
+
     def changed(self) -> LoadError:
         return LoadError(self.path, "changed on disk since it was loaded (its events' args are read from it "
                                     "when they are shown): load it again")
@@ -109,6 +118,27 @@ class FileBlob:
             raise LoadError(self.path, f"cannot read its events' args: {exc.strerror or exc}") from None
         return got
 
+    def read_into(self, buf: bytearray, a: int, e: int, at: int = 0) -> memoryview:
+        """`read(a, e)` into `buf` from its offset `at` (grown when too small; no new buffer per read): a view of
+        those e - a bytes of it."""
+        n = e - a
+        if len(buf) < at + n:
+            buf.extend(bytes(at + n - len(buf)))
+        view = memoryview(buf)[at : at + n]
+        try:
+            st = os.fstat(self.fd)
+            if (st.st_size, st.st_mtime_ns) != self.identity or e > self.size:
+                raise self.changed()
+            got = 0
+            while got < n:
+                k = os.preadv(self.fd, [view[got:]], a + got)
+                if k <= 0:
+                    raise self.changed()
+                got += k
+        except OSError as exc:
+            raise LoadError(self.path, f"cannot read its events' args: {exc.strerror or exc}") from None
+        return view
+
     def __reduce__(self) -> Any:  # (a store over the file pickles its args in memory: ArgsStore.__reduce__)
         raise TypeError("a FileBlob is not pickled on its own (ArgsStore.in_memory)")
 
@@ -120,9 +150,9 @@ _GAP = 64 << 10
 """Bytes between two events' args past which they are read separately (sparse events: no reading between)."""
 
 
-def _windows(blob: FileBlob, s: np.ndarray, e: np.ndarray) -> Iterator[tuple[int, int, int, memoryview]]:
-    """For ranges [s[k], e[k]) sorted by start: (i, j, base, bytes) per read of the file, the bytes covering
-    ranges i..j-1 from offset `base` (ranges close together read at once, at most ~`_WINDOW` bytes a read)."""
+def _spans(s: np.ndarray, e: np.ndarray) -> Iterator[tuple[int, int, int, int]]:
+    """For ranges [s[k], e[k]) sorted by start: (i, j, base, end) per read of the file, [base, end) covering ranges
+    i..j-1 (ranges close together read at once, at most ~`_WINDOW` bytes a read unless one range is longer)."""
     m = len(s)
     if not m:
         return
@@ -134,24 +164,62 @@ def _windows(blob: FileBlob, s: np.ndarray, e: np.ndarray) -> Iterator[tuple[int
         while i < hi:
             j = int(np.searchsorted(reach[i:hi], int(s[i]) + _WINDOW, side="right")) + i
             j = min(max(j, i + 1), hi)
-            base = int(s[i])
-            yield i, j, base, memoryview(blob.read(base, int(reach[j - 1])))
+            yield i, j, int(s[i]), int(reach[j - 1])
             i = j
 
 
-def _file_ranges(store: "ArgsStore", idx: np.ndarray) -> tuple[list[Any], np.ndarray]:
+def _windows(blob: FileBlob, s: np.ndarray, e: np.ndarray) -> Iterator[tuple[int, int, int, memoryview]]:
+    """`_spans` with the bytes of each read: (i, j, base, bytes from `base`)."""
+    for i, j, base, end in _spans(s, e):
+        yield i, j, base, memoryview(blob.read(base, end))
+
+
+_IOV = 1024
+"""Buffers per `writev` (the usual IOV_MAX)."""
+
+
+def _writev_all(fd: int, views: list[memoryview]) -> None:
+    """Write every byte of `views`, in order, with `writev` (a short write continued where it stopped)."""
+    k = 0
+    while k < len(views):
+        n = os.writev(fd, views[k:] if k else views)
+        while k < len(views) and n >= len(views[k]):
+            n -= len(views[k])
+            k += 1
+        if n:
+            views[k] = views[k][n:]
+
+
+def _file_ranges(store: "ArgsStore", idx: np.ndarray, scratch: bytearray | None = None) -> tuple[list[Any], np.ndarray]:
     """The args of events `idx` of a store over a FileBlob, read a window at a time (`_windows`): (a bytes-like
-    object per event, b"" where it has none; the positions in `idx` of those with args, in the file's order)."""
+    object per event, b"" where it has none; the positions in `idx` of those with args, in the file's order).
+    `scratch`: the windows are read into it (grown as needed) instead of new buffers; the views then point into
+    it, and are the caller's to drop before it is used again."""
     starts, ends = store.starts[idx], store.ends[idx]
-    out: list[Any] = [_EMPTY] * len(idx)
     has = np.flatnonzero(ends > starts)
     order = has[np.argsort(starts[has], kind="stable")]
     s, e = starts[order], ends[order]
-    where = order.tolist()
-    for i, j, base, mv in _windows(store.blob, s, e):
-        for k, a, b in zip(where[i:j], s[i:j].tolist(), e[i:j].tolist()):
-            out[k] = mv[a - base : b - base]
-    return out, order
+    views: list[Any] = []
+    spans = list(_spans(s, e))
+    if scratch is not None:  # room for every window first (a bytearray with views into it cannot grow)
+        need = sum(end - base for _, _, base, end in spans)
+        if len(scratch) < need:
+            try:
+                scratch.extend(bytes(need - len(scratch)))
+            except BufferError:  # (the caller still holds views of its last batch: a buffer of this call's own)
+                scratch = bytearray(need)
+    at = 0
+    for i, j, base, end in spans:
+        if scratch is None:
+            mv = memoryview(store.blob.read(base, end))
+        else:
+            mv = store.blob.read_into(scratch, base, end, at)
+            at += end - base
+        views.extend([mv[a:b] for a, b in zip((s[i:j] - base).tolist(), (e[i:j] - base).tolist())])
+    out = np.full(len(idx), _EMPTY, dtype=object)
+    if views:
+        out[order] = np.fromiter(views, dtype=object, count=len(views))  # (each view to its event's place, in C)
+    return out.tolist(), order
 
 
 _EMPTY = b""
@@ -197,6 +265,23 @@ class ArgsStore(Sequence):
         """The args packed into one blob in memory or on disk without holding it whole: (pieces of the blob, in
         order, its length, the events' new starts and ends). Events with args are packed in the order of their
         ranges (for a store over a FileBlob: the file's order, read a window at a time)."""
+        order, total, new_starts, new_ends = self._packing()
+        s, e = self.starts[order], self.ends[order]
+        blob = self.blob
+
+        def pieces() -> Iterator[Any]:
+            if isinstance(blob, FileBlob):
+                for i, j, base, mv in _windows(blob, s, e):
+                    yield b"".join([mv[a:b] for a, b in zip((s[i:j] - base).tolist(), (e[i:j] - base).tolist())])
+                return
+            raws = raw_many(ArgsStore(blob, s, e), np.arange(len(s)))
+            for k in range(0, len(raws), 1 << 16):
+                yield b"".join(raws[k : k + (1 << 16)])
+
+        return pieces(), total, new_starts, new_ends
+
+    def _packing(self) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+        """(the events with args in the order of their ranges, the packed length, their new starts and ends)."""
         starts, ends = self.starts, self.ends
         has = np.flatnonzero(ends > starts)
         order = has[np.argsort(starts[has], kind="stable")]
@@ -206,20 +291,46 @@ class ArgsStore(Sequence):
         new_ends = np.zeros(len(starts), np.int64)
         new_ends[order] = offsets
         new_starts[order] = offsets - lengths
-        total = int(offsets[-1]) if len(offsets) else 0
-        s, e = starts[order], ends[order]
-        blob = self.blob
+        return order, int(offsets[-1]) if len(offsets) else 0, new_starts, new_ends
 
-        def pieces() -> Iterator[Any]:
-            if isinstance(blob, FileBlob):
-                for i, j, base, mv in _windows(blob, s, e):
-                    yield b"".join([mv[a - base : b - base] for a, b in zip(s[i:j].tolist(), e[i:j].tolist())])
-                return
-            raws = raw_many(ArgsStore(blob, s, e), np.arange(len(s)))
-            for k in range(0, len(raws), 1 << 16):
-                yield b"".join(raws[k : k + (1 << 16)])
+    def packed_length(self) -> int:
+        """The length `compacted` and `write_packed` pack the args into."""
+        d = self.ends - self.starts
+        return int(d[d > 0].sum())
 
-        return pieces(), total, new_starts, new_ends
+    def write_packed(self, f: Any) -> tuple[int, np.ndarray, np.ndarray]:
+        """Write the args packed as `compacted` packs them to the binary file `f` (after what it holds): (their
+        length, the events' new starts and ends). Args left in their file are read a window at a time into one
+        reused buffer and written from it with `writev`, never joined in memory (the cache's `args_blob.npy`)."""
+        if not isinstance(self.blob, FileBlob):
+            pieces, total, new_starts, new_ends = self.compacted()
+            for piece in pieces:
+                f.write(piece)
+            return total, new_starts, new_ends
+        order, total, new_starts, new_ends = self._packing()
+        f.flush()
+        fd = f.fileno()
+        s, e = self.starts[order], self.ends[order]
+        from trntui.model.kernels import kernel
+
+        k = kernel()
+        if k is not None and hasattr(k, "gather_ranges"):  # (the same bytes, gathered in C: tests/test_args_in_file)
+            blob = self.blob
+            blob.check()
+            try:
+                written = k.gather_ranges(blob.fd, np.ascontiguousarray(s, np.int64), np.ascontiguousarray(e, np.int64), fd)
+            except EOFError:
+                raise blob.changed() from None
+            blob.check()  # (not rewritten while it was read)
+            return written, new_starts, new_ends
+        buf = bytearray()
+        for i, j, base, end in _spans(s, e):
+            mv = self.blob.read_into(buf, base, end)
+            views = [mv[a:b] for a, b in zip((s[i:j] - base).tolist(), (e[i:j] - base).tolist())]
+            for k in range(0, len(views), _IOV):
+                _writev_all(fd, views[k : k + _IOV])
+            del views, mv
+        return total, new_starts, new_ends
 
     def in_memory(self) -> "ArgsStore":
         """This store with its blob in memory: itself, or (args left in their file) the args read into one blob."""
@@ -307,12 +418,13 @@ def decoded_many(store: Any, idx: np.ndarray) -> Iterator[dict[str, Any]]:
             yield v if isinstance(v, dict) else {"value": v}
 
 
-def raw_many(store: Any, idx: np.ndarray) -> list[Any]:
+def raw_many(store: Any, idx: np.ndarray, scratch: bytearray | None = None) -> list[Any]:
     """The raw args of events `idx` as bytes-like objects (memoryviews into the store's blob, no copies), `{}`
     where an event has none: ready to be joined into one JSON array and decoded in a single msgspec call.
-    `store` is a profile's `args_raw` (an `ArgsStore`, or a list of raw bytes / parsed dicts)."""
+    `store` is a profile's `args_raw` (an `ArgsStore`, or a list of raw bytes / parsed dicts). `scratch`: for args
+    left in their file, the buffer they are read into (`_file_ranges`: reused by a caller that reads in batches)."""
     if isinstance(store, ArgsStore) and isinstance(store.blob, FileBlob):
-        got, _ = _file_ranges(store, np.asarray(idx))
+        got, _ = _file_ranges(store, np.asarray(idx), scratch)
         return [g if len(g) else _EMPTY_ARGS for g in got]
     if isinstance(store, ArgsStore):
         a = store.starts[idx].tolist()

@@ -103,6 +103,10 @@ class Flows:
         return int(self.key.shape[0])
 
 
+_LINK_BATCH = 65536
+"""Events whose link ids are parsed at once from args left in their trace file (`Profile._parse_links`)."""
+
+
 @dataclass
 class ProfileMeta:
     """What was loaded and how: sources, device, column labels, and what had to be skipped."""
@@ -229,9 +233,17 @@ class Profile:
             self._ext = np.full(n, NO_ID, np.int64)
         if self._corr is None:
             self._corr = np.full(n, NO_ID, np.int64)
+        from trntui.model.args import ArgsStore, FileBlob
+
+        store = self.args_raw
+        # args left in the trace file: a batch of events at a time (the windows of the file read for a batch are
+        # let go before the next; each event's ids depend on its own args only)
+        step = _LINK_BATCH if isinstance(store, ArgsStore) and isinstance(store.blob, FileBlob) else None
+        scratch = bytearray() if step else None  # (one buffer the batches' windows are read into)
         for parse, idx in self._pending_links or []:
-            if len(idx):
-                self._ext[idx], self._corr[idx] = parse(raw_many(self.args_raw, idx))
+            for k in range(0, len(idx), step or max(len(idx), 1)):
+                part = idx[k : k + step] if step else idx
+                self._ext[part], self._corr[part] = parse(raw_many(store, part, scratch))
         self._pending_links = None
 
     # -- basic accessors -------------------------------------------------------------------------
