@@ -43,8 +43,10 @@ def mappable(path: Path) -> bool:
 
 
 def map_plain(path: Path, keep_fd: bool) -> tuple[mmap.mmap, int | None]:
-    """A read-only memory map of the plain trace `path` and, when `keep_fd`, a descriptor of the same open file
-    (the caller's to close: the load reads the args from it, model/args.py `FileBlob`)."""
+    """A read-only memory map of the plain trace `path` and, when `keep_fd` (and the system has `pread`), a
+    descriptor of the same open file (the caller's to close: the load reads the args from it, model/args.py
+    `FileBlob`)."""
+    keep_fd = keep_fd and hasattr(os, "pread") and hasattr(os, "preadv")
     with fsio.open_regular(path) as f:
         try:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -57,8 +59,12 @@ class Begun:
     """A trace mapped, its event array found and the scans of its first pieces started; `fd`: the file's
     descriptor the load reads the args from (None: the scans copy them, `Opened.copy`)."""
 
-    def __init__(self, identity: tuple[int, ...], data: mmap.mmap, opened: Opened, fd: int | None) -> None:
+    def __init__(self, identity: tuple[int, ...], data: mmap.mmap, opened: Opened, fd: int | None,
+                 args_from_file: bool) -> None:
         self.identity, self.data, self.opened, self.fd = identity, data, opened, fd
+        self.args_from_file = args_from_file
+        """What it was begun for (`LoadOptions.args_from_file`; the descriptor is None where the system has no
+        `pread`, the scans then copy the args)."""
 
     def take_fd(self) -> int | None:
         """The descriptor, now the caller's to close."""
@@ -120,7 +126,7 @@ def _start(path: Path, budget: int | None, args_from_file: bool) -> Begun | None
         data.close()
         return None
     opened.ahead.prime(opened.inner, 0)
-    return Begun(identity, data, opened, fd)
+    return Begun(identity, data, opened, fd, args_from_file)
 
 
 @contextmanager
@@ -152,7 +158,7 @@ def claim(path: Path, args_from_file: bool = True) -> Begun | None:
     got = _begun.pop((threading.get_ident(), str(path)), None)
     if got is None:
         return None
-    if _identity(path) != got.identity or (got.fd is not None) != args_from_file:
+    if _identity(path) != got.identity or got.args_from_file != args_from_file:
         got.close()
         return None
     return got
