@@ -249,6 +249,27 @@ static void guard_install(void) {
 }
 #endif
 
+/* `fn(arg)` under the guard over [lo, lo + len): its result, or VANISHED when a read in it faulted (the jump
+ * lands here, in the frame that stays alive while `fn` runs). Called without the GIL, after `guard_install`. */
+static int guarded(const void *lo, Py_ssize_t len, int (*fn)(void *), void *arg) {
+#ifdef GUARD
+    sigjmp_buf jb;
+    volatile int r = VANISHED;
+    guard_lo = (const char *)lo;
+    guard_hi = guard_lo + len;
+    if (sigsetjmp(jb, 1) == 0) {
+        guard_jmp = &jb;
+        r = fn(arg);
+    }
+    guard_jmp = NULL;
+    return r;
+#else
+    (void)lo;
+    (void)len;
+    return fn(arg);
+#endif
+}
+
 typedef struct {
     cp p, end;
     Buf scratch; /* a decoded string with escapes */
@@ -1137,6 +1158,17 @@ PyDoc_STRVAR(scan_doc,
 
 static PyObject *DataVanished; /* an OSError: the mapped data being read vanished (the guard) */
 
+typedef struct {
+    S *s;
+    Out *o;
+    Py_ssize_t *n;
+} ScanCall;
+
+static int scan_call(void *arg) {
+    ScanCall *c = (ScanCall *)arg;
+    return scan_piece(c->s, c->o, c->n);
+}
+
 static Py_ssize_t last_bail = -1; /* where the last `scan` that returned None stopped (tests, diagnosis) */
 
 static PyObject *bail_at(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(last_bail); }
@@ -1162,27 +1194,13 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
         o.blob.cap = (size_t)view.len;
     }
     Py_ssize_t n = 0;
-    volatile int r = NOMEM;
+    int r = NOMEM;
+    ScanCall call = {&s, &o, &n};
 #ifdef GUARD
     guard_install();
 #endif
     Py_BEGIN_ALLOW_THREADS
-    if (reserve_columns(&o, (size_t)view.len) == 0) {
-#ifdef GUARD
-        sigjmp_buf jb;
-        guard_lo = (const char *)view.buf;
-        guard_hi = guard_lo + view.len;
-        if (sigsetjmp(jb, 1) == 0) {
-            guard_jmp = &jb;
-            r = scan_piece(&s, &o, &n);
-        } else {
-            r = VANISHED;
-        }
-        guard_jmp = NULL;
-#else
-        r = scan_piece(&s, &o, &n);
-#endif
-    }
+    if (reserve_columns(&o, (size_t)view.len) == 0) r = guarded(view.buf, view.len, scan_call, &call);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
     if (r == NOMEM) {
@@ -1230,53 +1248,50 @@ PyDoc_STRVAR(boundary_doc,
              "The first candidate event boundary at or after `pos`: what `re.search(rb'\\}\\s*,\\s*\\{', data, pos)` finds,\n"
              "as (match start, match end); None when there is none. Read under the SIGBUS guard (DataVanished).");
 
+typedef struct {
+    cp b, end;
+    Py_ssize_t pos, a, e;
+} BoundaryCall;
+
+static int boundary_call(void *arg) {
+    BoundaryCall *c = (BoundaryCall *)arg;
+    cp b = c->b, end = c->end, p = c->pos < end - b ? b + c->pos : end;
+    while (p < end && (p = memchr(p, '}', (size_t)(end - p))) != NULL) {
+        cp q = p + 1;
+        while (q < end && is_space(*q)) q++;
+        if (q < end && *q == ',') {
+            q++;
+            while (q < end && is_space(*q)) q++;
+            if (q < end && *q == '{') {
+                c->a = p - b;
+                c->e = q + 1 - b;
+                return OK;
+            }
+        }
+        p++;
+    }
+    return OK;
+}
+
 static PyObject *boundary(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos;
     if (!PyArg_ParseTuple(args, "y*n:boundary", &view, &pos)) return NULL;
-    volatile Py_ssize_t a = -1, e = -1;
-    volatile int vanished = 0;
-    if (pos < 0) pos = 0;
+    BoundaryCall call = {(cp)view.buf, (cp)view.buf + view.len, pos < 0 ? 0 : pos, -1, -1};
+    int r;
 #ifdef GUARD
     guard_install();
 #endif
     Py_BEGIN_ALLOW_THREADS
-#ifdef GUARD
-    sigjmp_buf jb;
-    guard_lo = (const char *)view.buf;
-    guard_hi = guard_lo + view.len;
-    if (sigsetjmp(jb, 1) == 0) {
-        guard_jmp = &jb;
-#endif
-        cp b = (cp)view.buf, end = b + view.len, p = pos < view.len ? b + pos : end;
-        while (p < end && (p = memchr(p, '}', (size_t)(end - p))) != NULL) {
-            cp q = p + 1;
-            while (q < end && is_space(*q)) q++;
-            if (q < end && *q == ',') {
-                q++;
-                while (q < end && is_space(*q)) q++;
-                if (q < end && *q == '{') {
-                    a = p - b;
-                    e = q + 1 - b;
-                    break;
-                }
-            }
-            p++;
-        }
-#ifdef GUARD
-    } else {
-        vanished = 1;
-    }
-    guard_jmp = NULL;
-#endif
+    r = guarded(view.buf, view.len, boundary_call, &call);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    if (vanished) {
+    if (r == VANISHED) {
         PyErr_SetString(DataVanished, "the data vanished while it was read (its file was truncated)");
         return NULL;
     }
-    if (a < 0) Py_RETURN_NONE;
-    return Py_BuildValue("(nn)", (Py_ssize_t)a, (Py_ssize_t)e);
+    if (call.a < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", call.a, call.e);
 }
 
 static PyMethodDef methods[] = {
