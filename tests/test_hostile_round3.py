@@ -75,7 +75,7 @@ def test_device_refuses_a_10m_instruction_export_over_the_budget_before_reading(
         rc, out, err = run_cli(capsys, "device", str(ten_million))
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert str(ten_million) in err and "10,000,000 instructions and 1 other table row)" in err and "over the memory budget of 2.00 GiB" in err
-    assert "needs about 5." in err  # ~520 B a row: 5.04 GiB
+    assert "needs about 5." in err  # ~600 B a row: 5.79 GiB
 
 
 def test_device_profile_opened_as_a_run_refuses_over_the_budget(ten_million, monkeypatch, capsys) -> None:
@@ -490,7 +490,7 @@ def hundred_k(tmp_path_factory) -> Path:
 
 
 def test_api_device_tables_are_refused_over_the_budget_as_the_cli_refuses_them(hundred_k, monkeypatch, capsys) -> None:
-    """A budget the run's profile fits (360 B a row) but its device tables do not (520 B a row, what `trntui
+    """A budget the run's profile fits (360 B a row) but its device tables do not (600 B a row, what `trntui
     device` is refused at): `Run.sql` raises the documented `OverBudget` (a `LoadError`, one line naming the
     directory) before a table is read; before, the API read the tables with no limit at all."""
     import trntui
