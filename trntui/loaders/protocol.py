@@ -64,7 +64,8 @@ class LoadOptions:
     """A big plain trace's events' args are left in the file, as byte ranges read from it when they are asked for
     (never copied into memory: less memory, a faster load); a file changed on disk since the load then makes such
     a read a one-line `LoadError`. False: they are copied into memory at the load (the app's own loads: a session
-    may outlive the file's content). Either way the profile is the same."""
+    may outlive the file's content; a load that writes the cache: `session.load_run` sets it). Either way the
+    profile is the same."""
 
     @classmethod
     def from_env(
