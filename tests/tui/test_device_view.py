@@ -74,8 +74,13 @@ async def test_device_view_from_the_hardware_lane() -> None:
         assert isinstance(screen, DeviceScreen) and screen.error == ""
         # (under a loaded full run the table's region was once seen blank right after the view had drawn it: the
         # screen is read once the table is back; a view that never shows it still fails below)
-        await settle(pilot, lambda: "Top instructions by duration" in screen_text(app), timeout=30.0)
+        table_shown = await settle(pilot, lambda: "Top instructions by duration" in screen_text(app), timeout=30.0)
         text = screen_text(app)
+        # (seen failing three times in full loaded runs, never alone: the whole screen and its state, to tell next time
+        # whether the table was pushed off, hidden by a maximized pane, or emptied)
+        assert table_shown, ("the top-instructions table did not show within 30 s; the screen:\n" + text
+                             + f"\nmaximized: {getattr(screen, 'maximized', None)!r}; table title: {screen.table_title()!r};"
+                             + f" table rows: {screen.query_one('#device-table').row_count}; focused: {app.focused!r}")
         # the selected execution: the first aten::mul NEFF
         assert "execution 0 (MODULE_10001_8417/model.neff)" in text
         # engine busy bars and engine lanes (the explorer's timeline widget, same label scheme)
