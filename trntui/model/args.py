@@ -96,6 +96,12 @@ class FileBlob:
         if (st.st_size, st.st_mtime_ns) != self.identity:
             raise self.changed()
 
+    def _check_range(self, e: int) -> None:
+        """`check`, and bytes up to `e` within the file as loaded."""
+        self.check()
+        if e > self.size:
+            raise self.changed()
+
     def changed(self) -> LoadError:
         return LoadError(self.path, "changed on disk since it was loaded (its events' args are read from it "
                                     "when they are shown): load it again")
@@ -104,10 +110,8 @@ class FileBlob:
         """Bytes [a, e) of the file (a LoadError when the file is no longer the one loaded)."""
         if e <= a:
             return b""
+        self._check_range(e)
         try:
-            st = os.fstat(self.fd)
-            if (st.st_size, st.st_mtime_ns) != self.identity or e > self.size:
-                raise self.changed()
             got = os.pread(self.fd, e - a, a)
             while len(got) < e - a:  # (a regular file gives the whole range at once unless it shrank)
                 more = os.pread(self.fd, e - a - len(got), a + len(got))
@@ -125,10 +129,8 @@ class FileBlob:
         if len(buf) < at + n:
             buf.extend(bytes(at + n - len(buf)))
         view = memoryview(buf)[at : at + n]
+        self._check_range(e)
         try:
-            st = os.fstat(self.fd)
-            if (st.st_size, st.st_mtime_ns) != self.identity or e > self.size:
-                raise self.changed()
             got = 0
             while got < n:
                 k = os.preadv(self.fd, [view[got:]], a + got)
@@ -190,14 +192,23 @@ def _writev_all(fd: int, views: list[memoryview]) -> None:
             views[k] = views[k][n:]
 
 
-def _file_ranges(store: "ArgsStore", idx: np.ndarray, scratch: bytearray | None = None) -> tuple[list[Any], np.ndarray]:
-    """The args of events `idx` of a store over a FileBlob, read a window at a time (`_windows`): (a bytes-like
-    object per event, b"" where it has none; the positions in `idx` of those with args, in the file's order).
-    `scratch`: the windows are read into it (grown as needed) instead of new buffers; the views then point into
-    it, and are the caller's to drop before it is used again."""
-    starts, ends = store.starts[idx], store.ends[idx]
+def _in_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The positions of the ranges that hold args, in the order of their starts (the file's order)."""
     has = np.flatnonzero(ends > starts)
-    order = has[np.argsort(starts[has], kind="stable")]
+    return has[np.argsort(starts[has], kind="stable")]
+
+
+def _slices(mv: memoryview, s: np.ndarray, e: np.ndarray, base: int) -> list[memoryview]:
+    """Views of `mv` (bytes from offset `base`) for the ranges [s[k], e[k])."""
+    return [mv[a:b] for a, b in zip((s - base).tolist(), (e - base).tolist())]
+
+
+def _file_ranges(store: "ArgsStore", idx: np.ndarray, scratch: bytearray | None = None) -> list[Any]:
+    """The args of events `idx` of a store over a FileBlob, read a window at a time (`_spans`): a bytes-like
+    object per event, b"" where it has none. `scratch`: the windows are read into it (grown as needed) instead of
+    new buffers; the views then point into it, and are the caller's to drop before it is used again."""
+    starts, ends = store.starts[idx], store.ends[idx]
+    order = _in_order(starts, ends)
     s, e = starts[order], ends[order]
     views: list[Any] = []
     spans = list(_spans(s, e))
@@ -215,11 +226,11 @@ def _file_ranges(store: "ArgsStore", idx: np.ndarray, scratch: bytearray | None 
         else:
             mv = store.blob.read_into(scratch, base, end, at)
             at += end - base
-        views.extend([mv[a:b] for a, b in zip((s[i:j] - base).tolist(), (e[i:j] - base).tolist())])
+        views.extend(_slices(mv, s[i:j], e[i:j], base))
     out = np.full(len(idx), _EMPTY, dtype=object)
     if views:
         out[order] = np.fromiter(views, dtype=object, count=len(views))  # (each view to its event's place, in C)
-    return out.tolist(), order
+    return out.tolist()
 
 
 _EMPTY = b""
@@ -272,7 +283,7 @@ class ArgsStore(Sequence):
         def pieces() -> Iterator[Any]:
             if isinstance(blob, FileBlob):
                 for i, j, base, mv in _windows(blob, s, e):
-                    yield b"".join([mv[a:b] for a, b in zip((s[i:j] - base).tolist(), (e[i:j] - base).tolist())])
+                    yield b"".join(_slices(mv, s[i:j], e[i:j], base))
                 return
             raws = raw_many(ArgsStore(blob, s, e), np.arange(len(s)))
             for k in range(0, len(raws), 1 << 16):
@@ -283,8 +294,7 @@ class ArgsStore(Sequence):
     def _packing(self) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
         """(the events with args in the order of their ranges, the packed length, their new starts and ends)."""
         starts, ends = self.starts, self.ends
-        has = np.flatnonzero(ends > starts)
-        order = has[np.argsort(starts[has], kind="stable")]
+        order = _in_order(starts, ends)
         lengths = (ends[order] - starts[order]).astype(np.int64)
         offsets = np.cumsum(lengths)
         new_starts = np.zeros(len(starts), np.int64)
@@ -326,7 +336,7 @@ class ArgsStore(Sequence):
         buf = bytearray()
         for i, j, base, end in _spans(s, e):
             mv = self.blob.read_into(buf, base, end)
-            views = [mv[a:b] for a, b in zip((s[i:j] - base).tolist(), (e[i:j] - base).tolist())]
+            views = _slices(mv, s[i:j], e[i:j], base)
             for k in range(0, len(views), _IOV):
                 _writev_all(fd, views[k : k + _IOV])
             del views, mv
@@ -424,8 +434,7 @@ def raw_many(store: Any, idx: np.ndarray, scratch: bytearray | None = None) -> l
     `store` is a profile's `args_raw` (an `ArgsStore`, or a list of raw bytes / parsed dicts). `scratch`: for args
     left in their file, the buffer they are read into (`_file_ranges`: reused by a caller that reads in batches)."""
     if isinstance(store, ArgsStore) and isinstance(store.blob, FileBlob):
-        got, _ = _file_ranges(store, np.asarray(idx), scratch)
-        return [g if len(g) else _EMPTY_ARGS for g in got]
+        return [g if len(g) else _EMPTY_ARGS for g in _file_ranges(store, np.asarray(idx), scratch)]
     if isinstance(store, ArgsStore):
         a = store.starts[idx].tolist()
         b = store.ends[idx].tolist()
