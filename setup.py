@@ -41,7 +41,8 @@ if os.environ.get("TRNTUI_NO_EXT", "") in ("", "0"):
         Extension(
             "trntui.model._kernels",
             sources=["trntui/model/_kernels.c"],
-            extra_compile_args=["-O3"],
+            # (no floating-point contraction: times_ns computes `a*b + c` with two roundings, as numpy does)
+            extra_compile_args=["-O3", "-ffp-contract=off"],
             optional=True,
         )
     )

@@ -82,3 +82,68 @@ def test_key_averages_equal_with_and_without_the_kernels(monkeypatch, trace):
         monkeypatch.setenv("TRNTUI_KINETO_PARSER", setting)
         tables.append(key_averages(load_kineto(trace)).rows())
     assert tables[0] == tables[1] and tables[0]
+
+
+def _times_cases(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """µs times and durations as traces hold them (epoch µs with fractions, small ints) mixed with the values the
+    rules exist for: non-finite, huge, negative, -0.0, exactly on the ns rounding halves, near the clock's end."""
+    pool_ts = np.array([0.0, -0.0, 1.0, 0.0005, 0.0015, 2.5e-4, -1.0, -0.0005, 1.7e12 + 0.123, 1.7e15 + 0.5,
+                        4.611686018427388e15, 4.611686018427387e15, -4.611686018427388e15, 9.3e15, -9.3e15, 1e300,
+                        -1e300, np.inf, -np.inf, np.nan, 1e-320, 123456.0005, 123456.0015])
+    pool_dur = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 0.0005, 0.0025, 1e9, 4.6e15, -1e300, np.inf, -np.inf, np.nan,
+                         1e-320, 3.0005])
+    ts = rng.uniform(-1e6, 2e15, n)
+    whole = rng.random(n) < 0.5
+    ts[whole] = np.round(ts[whole], 3)  # (µs with ns digits, as Kineto writes them)
+    dur = rng.choice([rng.uniform(0, 1e4), 0.0, 1.0], n) * rng.random(n)
+    pick = rng.random(n) < 0.3
+    ts[pick] = rng.choice(pool_ts, int(pick.sum()))
+    pick = rng.random(n) < 0.3
+    dur[pick] = rng.choice(pool_dur, int(pick.sum()))
+    return ts, dur
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.dtype == b.dtype and a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("base", [0, 1, 1_700_000_000_123_456_789, 2**62 - 1, 2**53 + 1])
+def test_times_ns_equal_to_numpy(seed, base):
+    from trntui.loaders.kineto import columns
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 2000))
+    ts, dur = _times_cases(rng, n)
+    got = columns._times_ns(ts, dur, base)
+    assert got is not None
+    want = columns.interval_ns_numpy(ts, dur, base)
+    assert _same(got[0], want[0]) and _same(got[1], want[1]) and _same(got[2], want[2]) and got[3] == want[3]
+    got_f = columns._times_ns(ts, None, base)
+    want_f = columns.flow_ns_numpy(ts, base)
+    assert _same(got_f[0], want_f[0]) and _same(got_f[2], want_f[1])
+
+
+def test_times_ns_public_functions_take_the_kernel_and_agree():
+    from trntui.loaders.kineto import columns
+
+    ts = np.array([1.0005, np.nan, 1e300, 5.0, -2.0])
+    dur = np.array([2.0015, 1.0, 1.0, -3.0, np.inf])
+    start, end, bad, n_neg = columns.interval_ns(ts, dur, 7)
+    assert start.tolist() == [1007, 7, 7, 5007, 7] and end.tolist() == [3009, 7, 7, 5007, 7]
+    assert bad.tolist() == [False, True, True, False, True] and n_neg == 1
+    fs, fbad = columns.flow_ns(ts, 7)
+    assert fs.tolist() == [1007, 7, 7, 5007, -1993] and fbad.tolist() == [False, True, True, False, False]
+    start, end, bad, n_neg = columns.interval_ns(np.array([1.0]), np.array([2.0]), 0)
+    assert bad is None and n_neg == 0
+
+
+def test_times_ns_falls_back_where_it_declines():
+    """Other dtypes and a base outside the clock go to numpy; the result is the numpy function's."""
+    from trntui.loaders.kineto import columns
+
+    ts32 = np.array([1.5, 2.25], np.float32)
+    assert columns._times_ns(ts32, ts32, 0) is None
+    assert columns._times_ns(np.array([1.0]), np.array([1.0]), -1) is None

@@ -12,7 +12,16 @@
  * order (ranges sorted by start, each non-empty), written one after the other to `dst_fd` at its position; returns
  * how many. Read with pread a window at a time, gathered into an output buffer, written with write: what
  * model/args.py `ArgsStore.write_packed` does with writev from Python, without a Python object per range. A
- * range the file no longer holds (it shrank) raises EOFError; a failed read or write, OSError. */
+ * range the file no longer holds (it shrank) raises EOFError; a failed read or write, OSError.
+ *
+ * times_ns(ts, dur, base, max_ns, start, end, bad): loaders/kineto/columns.py `interval_ns` (dur given) or
+ * `flow_ns` (dur None, end None) in one pass, the same double operations in the same order as the numpy code:
+ * bad[i] = ts or dur not finite, or |ts*1000 + base| >= max_ns, or |(ts + max(dur, 0))*1000 + base| >= max_ns;
+ * a bad event's ts and dur count as 0, a negative dur as 0; start = to_ns(ts) + base, end = start + to_ns(dur),
+ * to_ns(v) = int64(floor(v))*1000 + int64(rint((v - floor(v))*1000)), int64 sums wrapping as numpy's do. Returns
+ * (events bad, events with a negative dur), or None (nothing written that counts) when a value to convert is
+ * beyond int64: the caller then runs the numpy code. Buffers: float64 ts and dur, int64 start and end, uint8 bad.
+ * Built without floating-point contraction (setup.py), so `a*b + c` is two roundings, as numpy computes it. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -77,6 +86,86 @@ done:
     PyBuffer_Release(&bs);
     PyBuffer_Release(&be);
     PyBuffer_Release(&bo);
+    return result;
+}
+
+#include <math.h>
+
+/* to_ns(v) into *out; 0 when floor(v) is beyond int64 (numpy's cast is then not defined the same way). */
+static inline int to_ns(double v, int64_t *out) {
+    double whole = floor(v);
+    if (!(whole >= -9223372036854775808.0 && whole < 9223372036854775808.0)) return 0;
+    uint64_t w = (uint64_t)(int64_t)whole;
+    double frac = rint((v - whole) * 1000.0);
+    *out = (int64_t)(w * 1000u + (uint64_t)(int64_t)frac);
+    return 1;
+}
+
+static PyObject *times_ns(PyObject *self, PyObject *args) {
+    PyObject *a_ts, *a_dur, *a_start, *a_end, *a_bad;
+    long long base;
+    double max_ns;
+    if (!PyArg_ParseTuple(args, "OOLdOOO", &a_ts, &a_dur, &base, &max_ns, &a_start, &a_end, &a_bad)) return NULL;
+    int has_dur = a_dur != Py_None;
+    if (has_dur != (a_end != Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "times_ns: dur and end go together");
+        return NULL;
+    }
+    Py_buffer bt = {0}, bd = {0}, bs = {0}, be = {0}, bb = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(a_ts, &bt, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (has_dur && PyObject_GetBuffer(a_dur, &bd, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(a_start, &bs, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto done;
+    if (has_dur && PyObject_GetBuffer(a_end, &be, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto done;
+    if (PyObject_GetBuffer(a_bad, &bb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto done;
+    Py_ssize_t n = bt.len / 8;
+    if (bt.len % 8 || bs.len != bt.len || bb.len != n || (has_dur && (bd.len != bt.len || be.len != bt.len))) {
+        PyErr_SetString(PyExc_ValueError, "times_ns: buffers of different lengths");
+        goto done;
+    }
+    const double *ts = (const double *)bt.buf, *dur = has_dur ? (const double *)bd.buf : NULL;
+    int64_t *start = (int64_t *)bs.buf, *end = has_dur ? (int64_t *)be.buf : NULL;
+    uint8_t *bad = (uint8_t *)bb.buf;
+    double fbase = (double)base;
+    Py_ssize_t n_bad = 0, n_neg = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double t = ts[i], d = has_dur ? dur[i] : 0.0;
+        int b = !isfinite(t) || !isfinite(d) || fabs(t * 1000.0 + fbase) >= max_ns;
+        if (has_dur) {
+            double dpos = d >= 0.0 ? d : 0.0; /* (np.maximum: d is finite here whenever it matters) */
+            b = b || fabs((t + dpos) * 1000.0 + fbase) >= max_ns;
+            if (d < 0.0) n_neg++;
+        }
+        bad[i] = (uint8_t)b;
+        n_bad += b;
+        if (b) {
+            t = 0.0;
+            d = 0.0;
+        } else if (d < 0.0) {
+            d = 0.0;
+        }
+        int64_t t_ns, d_ns = 0;
+        if (!to_ns(t, &t_ns) || (has_dur && !to_ns(d, &d_ns))) {
+            ok = 0;
+            break;
+        }
+        uint64_t s0 = (uint64_t)t_ns + (uint64_t)base;
+        start[i] = (int64_t)s0;
+        if (has_dur) end[i] = (int64_t)(s0 + (uint64_t)d_ns);
+    }
+    Py_END_ALLOW_THREADS
+    if (ok)
+        result = Py_BuildValue("nn", n_bad, n_neg);
+    else
+        result = Py_NewRef(Py_None);
+done:
+    if (bt.obj) PyBuffer_Release(&bt);
+    if (bd.obj) PyBuffer_Release(&bd);
+    if (bs.obj) PyBuffer_Release(&bs);
+    if (be.obj) PyBuffer_Release(&be);
+    if (bb.obj) PyBuffer_Release(&bb);
     return result;
 }
 
@@ -194,6 +283,7 @@ static PyObject *gather_ranges(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"stack_parents", stack_parents, METH_VARARGS, "stack_parents(new_thread, start, end, out): see the source."},
+    {"times_ns", times_ns, METH_VARARGS, "times_ns(ts, dur, base, max_ns, start, end, bad): see the source."},
 #ifdef HAVE_GATHER
     {"gather_ranges", gather_ranges, METH_VARARGS, "gather_ranges(src_fd, starts, ends, dst_fd): see the source."},
 #endif

@@ -22,6 +22,7 @@ from trntui.loaders.kineto.schema import name_of as _NAME, pid_of as _PID, tid_o
 from trntui.model import categories as C
 from trntui.model.args import ArgsStore, raw_many
 from trntui.model.arrays import dense_codes
+from trntui.model.kernels import kernel
 from trntui.model.profile import NO_ID, EventKind
 
 
@@ -33,7 +34,16 @@ def to_ns(values: np.ndarray) -> np.ndarray:
 
 def interval_ns(ts: np.ndarray, dur: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
     """(start, end) on the int64 ns clock from µs floats, the events to skip (non-finite or out of the clock's
-    range, e.g. 1e300: None when there are none) and how many had a negative duration (shown as instants)."""
+    range, e.g. 1e300: None when there are none) and how many had a negative duration (shown as instants).
+    One compiled pass where the kernels are built (model/_kernels.c `times_ns`, the same operations), else numpy."""
+    fast = _times_ns(ts, dur, base)
+    if fast is not None:
+        return fast  # type: ignore[return-value]
+    return interval_ns_numpy(ts, dur, base)
+
+
+def interval_ns_numpy(ts: np.ndarray, dur: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """`interval_ns` in numpy (the fallback, and what the kernel is tested against)."""
     with np.errstate(invalid="ignore", over="ignore"):
         bad = ~np.isfinite(ts) | ~np.isfinite(dur)
         bad |= (np.abs(ts * 1000.0 + base) >= MAX_NS) | (np.abs((ts + np.maximum(dur, 0.0)) * 1000.0 + base) >= MAX_NS)
@@ -50,11 +60,41 @@ def interval_ns(ts: np.ndarray, dur: np.ndarray, base: int) -> tuple[np.ndarray,
 
 def flow_ns(ts: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Flow halves' times on the int64 ns clock, and the unusable ones (None when there are none)."""
+    fast = _times_ns(ts, None, base)
+    if fast is not None:
+        return fast[0], fast[2]
+    return flow_ns_numpy(ts, base)
+
+
+def flow_ns_numpy(ts: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """`flow_ns` in numpy (the fallback, and what the kernel is tested against)."""
     with np.errstate(invalid="ignore", over="ignore"):
         bad = ~np.isfinite(ts) | (np.abs(ts * 1000.0 + base) >= MAX_NS)
     if bad.any():
         return to_ns(np.where(bad, 0.0, ts)) + base, bad
     return to_ns(ts) + base, None
+
+
+def _times_ns(ts: np.ndarray, dur: np.ndarray | None, base: int) -> tuple[Any, ...] | None:
+    """`interval_ns` (or `flow_ns`: dur None) by the compiled kernel: (start, end, bad or None, negative
+    durations); None where it is not built, the values are not float64 or it declines (a value beyond int64)."""
+    fast = kernel()
+    if fast is None or ts.dtype != np.float64 or (dur is not None and dur.dtype != np.float64):
+        return None
+    if not 0 <= base < MAX_NS:
+        return None
+    n = len(ts)
+    start = np.empty(n, np.int64)
+    end = np.empty(n, np.int64) if dur is not None else None
+    bad = np.empty(n, np.bool_)
+    got = fast.times_ns(
+        np.ascontiguousarray(ts), None if dur is None else np.ascontiguousarray(dur), base, float(MAX_NS),
+        start, end, bad.view(np.uint8),
+    )
+    if got is None:
+        return None
+    n_bad, n_neg = got
+    return start, end, (bad if n_bad else None), n_neg
 
 
 class IdMap:
