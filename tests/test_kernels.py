@@ -147,3 +147,76 @@ def test_times_ns_falls_back_where_it_declines():
     ts32 = np.array([1.5, 2.25], np.float32)
     assert columns._times_ns(ts32, ts32, 0) is None
     assert columns._times_ns(np.array([1.0]), np.array([1.0]), -1) is None
+
+
+def _flow_case(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """Events on a few threads (nested, equal starts, zero-length, instants among them) in (start, longest first)
+    order, and flow halves at slice starts, inside slices, between them, on threads without slices and on threads
+    with more than 256 slices open at once (the walk's limit)."""
+    from trntui.model.arrays import small_codes
+    from trntui.model.profile import EventKind
+
+    n = int(rng.integers(0, 1500))
+    n_thr = int(rng.choice([1, 3, 9, 300]))
+    pids = rng.choice([1, 7, -3, 2**40], n_thr)
+    tids = rng.choice([1, 2, 3, 2**33 + 5, -1], n_thr)
+    thr_keys = pids.astype(np.int64) * (1 << 32) + (tids.astype(np.int64) & 0xFFFFFFFF)
+    t_of = rng.integers(0, n_thr, n)
+    span = int(rng.choice([50, 10_000]))
+    start = rng.integers(0, span, n)
+    dur = rng.choice([0, 1, 3, 40, span], n)
+    if rng.random() < 0.3:  # a deep stack: many slices open at once on one thread
+        start[: n // 2] = np.arange(n // 2)
+        dur[: n // 2] = span * 4
+        t_of[: n // 2] = 0
+    end = start + dur
+    kinds = np.where(rng.random(n) < 0.9, EventKind.COMPLETE, EventKind.INSTANT).astype(np.int8)
+    time_order = np.lexsort((-end, start)).astype(np.int64)
+    threads, ev_thread = small_codes(thr_keys[t_of])
+    nf = int(rng.integers(0, 800))
+    on = rng.integers(0, n_thr + 2, nf)  # (n_thr and n_thr + 1: threads without events)
+    fpid = np.where(on < n_thr, pids[np.minimum(on, n_thr - 1)], 99).astype(np.int64)
+    ftid = np.where(on < n_thr, tids[np.minimum(on, n_thr - 1)], on).astype(np.int64)
+    fts = rng.integers(-5, span * 5, nf)
+    if n:
+        at_start = rng.random(nf) < 0.4
+        fts[at_start] = start[rng.integers(0, n, int(at_start.sum()))]
+    if rng.random() < 0.4:  # in time order, as Kineto writes them (the kernel's search gallops from the last)
+        fts.sort()
+    return fts.astype(np.int64), fpid, ftid, start, end, threads, ev_thread, kinds, time_order
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_bind_flows_equal_to_numpy(seed):
+    from trntui.loaders.kineto import flows
+
+    case = _flow_case(np.random.default_rng(seed))
+    got = np.full(len(case[0]), -1, np.int64)
+    want = got.copy()
+    flows._bind_compiled(got, *case)
+    flows._bind_numpy(want, *case)
+    assert got.tolist() == want.tolist()
+
+
+def test_bind_flows_walks_back_at_most_the_limit():
+    """A half under 300 open slices: bound to the innermost one containing it when that is within the limit's
+    reach back, else to none (both paths)."""
+    from trntui.loaders.kineto import flows
+    from trntui.model.profile import EventKind
+
+    m = 300
+    start = 2 * np.arange(m, dtype=np.int64)  # slice k: [2k, 2k + 1) but the first, which spans everything
+    end = start + 1
+    end[0] = 10**6
+    kinds = np.full(m, EventKind.COMPLETE, np.int8)
+    threads = np.array([(5 << 32) + 6], np.int64)
+    ev_thread = np.zeros(m, np.uint8)
+    order = np.arange(m, dtype=np.int64)
+    # 513: after slice 256, inside slice 0 only, 256 slices back (one beyond the limit's 256 looks); 511: inside
+    # slice 0, 255 back (the 256th look); 20: slice 10 starts there
+    fts = np.array([513, 511, 20], np.int64)
+    one = np.array([5, 5, 5], np.int64), np.array([6, 6, 6], np.int64)
+    for bind in (flows._bind_compiled, flows._bind_numpy):
+        out = np.full(3, -1, np.int64)
+        bind(out, fts, *one, start, end, threads, ev_thread, kinds, order)
+        assert out.tolist() == [-1, 0, 10]

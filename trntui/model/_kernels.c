@@ -21,7 +21,16 @@
  * to_ns(v) = int64(floor(v))*1000 + int64(rint((v - floor(v))*1000)), int64 sums wrapping as numpy's do. Returns
  * (events bad, events with a negative dur), or None (nothing written that counts) when a value to convert is
  * beyond int64: the caller then runs the numpy code. Buffers: float64 ts and dur, int64 start and end, uint8 bad.
- * Built without floating-point contraction (setup.py), so `a*b + c` is two roundings, as numpy computes it. */
+ * Built without floating-point contraction (setup.py), so `a*b + c` is two roundings, as numpy computes it.
+ *
+ * bind_flows(time_order, kinds, complete, ev_thread, start, end, threads, fpid, ftid, fts, limit, out): the flow
+ * binding of loaders/kineto/flows.py `add_flows` (its numpy loop is the fallback, equal): each flow half's thread
+ * key pid << 32 | (tid & 0xFFFFFFFF) (int64, wrapping) looked up in `threads` (the events' distinct keys, sorted);
+ * on that thread, among its slices (events of kind `complete`, in `time_order`: by start, longest first), the
+ * last one starting at or before the half's ts, then back from it, at most `limit` slices, the first that starts
+ * exactly at ts or ends after it: out[i] = its event, else -1 (a half on a thread without slices too). Buffers:
+ * int64 time_order, start, end, threads, fpid, ftid, fts (the halves' ts, ns), int8 kinds, ev_thread uint8, uint16
+ * or int64 (each event's index among `threads`), int64 out (written wholly). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -169,6 +178,151 @@ done:
     return result;
 }
 
+static inline int64_t code_at(const void *codes, int width, int64_t i) {
+    switch (width) {
+    case 1: return ((const uint8_t *)codes)[i];
+    case 2: return ((const uint16_t *)codes)[i];
+    default: return ((const int64_t *)codes)[i];
+    }
+}
+
+static PyObject *bind_flows(PyObject *self, PyObject *args) {
+    PyObject *objs[11];
+    int complete, limit;
+    if (!PyArg_ParseTuple(args, "OOiOOOOOOOiO", &objs[0], &objs[1], &complete, &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &limit, &objs[9]))
+        return NULL;
+    /* 0 time_order, 1 kinds, 2 ev_thread, 3 start, 4 end, 5 threads, 6 fpid, 7 ftid, 8 fts, 9 out */
+    Py_buffer b[10];
+    int got = 0;
+    PyObject *result = NULL;
+    int64_t *cnt = NULL, *off = NULL, *gs = NULL, *ge = NULL, *go = NULL, *last_q = NULL;
+    for (; got < 10; got++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 9 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], &b[got], flags) < 0) goto done;
+    }
+    Py_ssize_t n = b[3].len / 8, nt = b[5].len / 8, nf = b[9].len / 8, m = b[0].len / 8;
+    int width = (int)b[2].itemsize;
+    if ((width != 1 && width != 2 && width != 8) || b[2].len != n * width || b[1].len != n || b[4].len != n * 8 ||
+        m > n || b[6].len != nf * 8 || b[7].len != nf * 8 || b[8].len != nf * 8 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "bind_flows: buffers of other lengths or types");
+        goto done;
+    }
+    const int64_t *order = b[0].buf, *start = b[3].buf, *end = b[4].buf, *threads = b[5].buf;
+    const int64_t *fpid = b[6].buf, *ftid = b[7].buf, *fts = b[8].buf;
+    const int8_t *kinds = b[1].buf;
+    const void *evt = b[2].buf;
+    int64_t *out = b[9].buf;
+    cnt = calloc((size_t)nt + 1, sizeof(int64_t));
+    off = calloc((size_t)nt + 2, sizeof(int64_t));
+    if (!cnt || !off) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int bad_code = 0;
+    int64_t total = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* each half's thread (its index among `threads`, -1: none), kept in `out` until it is bound */
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        int64_t key = (int64_t)(((uint64_t)fpid[i] << 32) + ((uint64_t)ftid[i] & 0xFFFFFFFFu));
+        Py_ssize_t lo = 0, hi = nt;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (threads[mid] < key) lo = mid + 1; else hi = mid;
+        }
+        int64_t t = (lo < nt && threads[lo] == key) ? lo : -1;
+        out[i] = t;
+        if (t >= 0) cnt[t] = 1; /* (marks the threads with halves: only their slices are gathered) */
+    }
+    /* the slices of those threads, grouped by thread, in time order within each */
+    for (Py_ssize_t j = 0; j < m && !bad_code; j++) {
+        int64_t ev = order[j];
+        if (ev < 0 || ev >= n) { bad_code = 1; break; }
+        if (kinds[ev] != complete) continue;
+        int64_t t = code_at(evt, width, ev);
+        if (t < 0 || t >= nt) { bad_code = 1; break; }
+        if (cnt[t]) off[t + 1]++;
+    }
+    if (!bad_code) {
+        for (Py_ssize_t t = 0; t < nt; t++) off[t + 1] += off[t];
+        total = off[nt];
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_code) {
+        PyErr_SetString(PyExc_ValueError, "bind_flows: an event index or thread code out of range");
+        goto done;
+    }
+    gs = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
+    ge = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
+    go = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
+    last_q = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(int64_t));
+    if (!gs || !ge || !go || !last_q) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    int64_t *fill = cnt; /* (reused: each thread's next slot) */
+    for (Py_ssize_t t = 0; t < nt; t++) fill[t] = cnt[t] ? off[t] : -1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        int64_t ev = order[j];
+        if (kinds[ev] != complete) continue;
+        int64_t t = code_at(evt, width, ev);
+        int64_t at = fill[t];
+        if (at < 0) continue;
+        gs[at] = start[ev];
+        ge[at] = end[ev];
+        go[at] = ev;
+        fill[t] = at + 1;
+    }
+    for (Py_ssize_t t = 0; t < nt; t++) fill[t] = -1; /* (reused again: `last_a` below, -1: no search yet) */
+    /* per thread, the previous half's search (halves mostly come in time order: a search then starts from the
+     * previous one's place and gallops forward, its probes near each other in memory, not log2(slices) apart) */
+    int64_t *last_a = fill;
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        int64_t t = out[i];
+        out[i] = -1;
+        if (t < 0) continue;
+        int64_t lo = off[t], hi = off[t + 1], q = fts[i];
+        /* the last slice starting at or before q (numpy: searchsorted(s, q, side="right") - 1): every slice
+         * before `a` starts at or before q, every one from `z` on after it */
+        int64_t a = lo, z = hi;
+        if (last_a[t] >= 0 && q >= last_q[t]) {
+            a = last_a[t];
+            int64_t step = 1;
+            z = a;
+            while (z < hi && gs[z] <= q) {
+                a = z + 1;
+                z = a + step;
+                step <<= 1;
+            }
+            if (z > hi) z = hi;
+        }
+        while (a < z) {
+            int64_t mid = a + (z - a) / 2;
+            if (gs[mid] <= q) a = mid + 1; else z = mid;
+        }
+        last_a[t] = a;
+        last_q[t] = q;
+        for (int64_t c = a - 1, steps = 0; c >= lo && steps < limit; c--, steps++) {
+            if (gs[c] == q || ge[c] > q) {
+                out[i] = go[c];
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+    free(cnt);
+    free(off);
+    free(gs);
+    free(ge);
+    free(go);
+    free(last_q);
+    return result;
+}
+
 #ifdef HAVE_GATHER
 enum { G_OK = 0, G_ERRNO = 1, G_SHORT = 2, G_NOMEM = 3 };
 
@@ -283,6 +437,9 @@ static PyObject *gather_ranges(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"stack_parents", stack_parents, METH_VARARGS, "stack_parents(new_thread, start, end, out): see the source."},
+    {"bind_flows", bind_flows, METH_VARARGS,
+     "bind_flows(time_order, kinds, complete, ev_thread, start, end, threads, fpid, ftid, fts, limit, out): see the "
+     "source."},
     {"times_ns", times_ns, METH_VARARGS, "times_ns(ts, dur, base, max_ns, start, end, bad): see the source."},
 #ifdef HAVE_GATHER
     {"gather_ranges", gather_ranges, METH_VARARGS, "gather_ranges(src_fd, starts, ends, dst_fd): see the source."},

@@ -10,6 +10,7 @@ from trntui.model import categories as C
 from trntui.model.builder import ProfileBuilder
 from trntui.model.arrays import small_uint
 from trntui.model.intervals import walk_back
+from trntui.model.kernels import kernel
 from trntui.model.profile import EventKind, Flows
 
 
@@ -48,6 +49,50 @@ def add_flows(
     role = np.where(fph == PH["s"], Flows.START, Flows.FINISH).astype(np.int8)
     bound = np.full(nf, -1, np.int64)
 
+    bind = _bind_compiled if kernel() is not None else _bind_numpy  # (the same result)
+    bind(bound, fts, fpid, ftid, start, end, threads, ev_thread, kinds, time_order)
+    if fbad is not None:
+        bound[fbad] = -1
+    ok = bound >= 0
+    if (~ok).any():
+        meta.skip("flow events not inside any slice", int((~ok).sum()))
+    # pairing statistics
+    orphans = _count_one_sided(fcat[ok], keys[ok], role[ok])
+    if orphans:
+        meta.notes.append(f"{orphans} flow(s) with only one half (ignored for linking, as torch and HTA do)")
+    builder.add_flows(keys[ok], bound[ok] + first, fcat[ok], role[ok])
+
+
+_CODE_TYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.int64))
+"""The thread codes `bind_flows` reads as they are (others are converted)."""
+
+_WALK_LIMIT = 256
+"""A half's slice is looked for among at most this many slices back from the last one starting at or before it."""
+
+
+def _bind_compiled(
+    bound: np.ndarray, fts: np.ndarray, fpid: np.ndarray, ftid: np.ndarray, start: np.ndarray, end: np.ndarray,
+    threads: np.ndarray, ev_thread: np.ndarray, kinds: np.ndarray, time_order: np.ndarray,
+) -> None:
+    """`_bind_numpy` in one compiled pass (model/_kernels.c `bind_flows`: the halves' threads by binary search, the
+    slices of their threads grouped in time order, then each half's binary search and walk back)."""
+    i64 = np.int64
+    kernel().bind_flows(
+        np.ascontiguousarray(time_order, i64), np.ascontiguousarray(kinds, np.int8), int(EventKind.COMPLETE),
+        np.ascontiguousarray(ev_thread if ev_thread.dtype in _CODE_TYPES else ev_thread.astype(i64)),
+        np.ascontiguousarray(start, i64), np.ascontiguousarray(end, i64), np.ascontiguousarray(threads, i64),
+        np.ascontiguousarray(fpid, i64), np.ascontiguousarray(ftid, i64), np.ascontiguousarray(fts, i64),
+        _WALK_LIMIT, bound,
+    )
+
+
+def _bind_numpy(
+    bound: np.ndarray, fts: np.ndarray, fpid: np.ndarray, ftid: np.ndarray, start: np.ndarray, end: np.ndarray,
+    threads: np.ndarray, ev_thread: np.ndarray, kinds: np.ndarray, time_order: np.ndarray,
+) -> None:
+    """`bound[i]`: the slice of flow half i (see `add_flows`; -1 stays where there is none), in numpy: the halves
+    grouped by thread (a radix sort), each thread's slices found by a mask (few threads) or one sort, then a binary
+    search and a walk back per thread, all halves at once (the fallback where the kernels are not built)."""
     # each flow half's thread among the events' (-1: a thread without events)
     intervals = kinds == EventKind.COMPLETE
     ev_idx = time_order[intervals[time_order]]  # the slices, by (start, longest first)
@@ -80,19 +125,9 @@ def add_flows(
             # the innermost slice with start <= ts < end (or starting exactly at ts): walk back from the
             # last slice starting at or before ts, at most 256 slices
             k = np.searchsorted(s, q, side="right") - 1
-            pos = walk_back(k, lambda a, c: (s[c] == q[a]) | (e[c] > q[a]), 256)
+            pos = walk_back(k, lambda a, c: (s[c] == q[a]) | (e[c] > q[a]), _WALK_LIMIT)
             hit = pos >= 0
             bound[fi[hit]] = o[pos[hit]]
-    if fbad is not None:
-        bound[fbad] = -1
-    ok = bound >= 0
-    if (~ok).any():
-        meta.skip("flow events not inside any slice", int((~ok).sum()))
-    # pairing statistics
-    orphans = _count_one_sided(fcat[ok], keys[ok], role[ok])
-    if orphans:
-        meta.notes.append(f"{orphans} flow(s) with only one half (ignored for linking, as torch and HTA do)")
-    builder.add_flows(keys[ok], bound[ok] + first, fcat[ok], role[ok])
 
 
 def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
