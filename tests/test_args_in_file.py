@@ -145,13 +145,24 @@ def test_the_descriptor_goes_with_the_profile(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["cuda_ns_resolution_68k.json.gz", "cpu_only.json.gz"])
 def test_the_cache_and_a_pickle_hold_them_in_memory(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """(The CPU trace's link ids stay in its args until the cache writer asks for them: read back from the file
+    """(The scan reads the link ids; here its pieces leave them in the args, as the Python path's do for a trace
+    without rows that link, so that the CPU trace's are read back from the file when the cache writer asks for them,
     a batch at a time, `Profile._parse_links`, here in windows of 4 KB and batches of 1000 events.)"""
     from trntui import cache as profile_cache
+    from trntui.loaders.kineto import columns, compiled
     from trntui.model import profile as mprofile
 
     monkeypatch.setattr(margs, "_WINDOW", 4096)
     monkeypatch.setattr(mprofile, "_LINK_BATCH", 1000)
+    real_part = compiled.part_of_scan
+
+    def lazy_links(*a, **k):
+        part = real_part(*a, **k)
+        if part is not None and not part.linking:
+            part.x.links = columns.NOT_PARSED
+        return part
+
+    monkeypatch.setattr(compiled, "part_of_scan", lazy_links)  # (chunks.compiled_part looks it up at each call)
     trace = _plain(tmp_path, name)
     (run,) = find_runs(trace)
     options = LoadOptions(cache=True, cache_dir=tmp_path / "cache", cache_min_bytes=0)
@@ -159,6 +170,7 @@ def test_the_cache_and_a_pickle_hold_them_in_memory(tmp_path: Path, name: str, m
 
     first = load_run(run, LoadOptions(cache=False))
     assert isinstance(first.args_raw.blob, FileBlob)
+    assert first.links_parsed() == ("cuda" in name)  # (the CPU trace's: in the file until asked for)
     written = load_run(run, options)  # (a load that writes the cache copies its args at the scan: session.py)
     assert not isinstance(written.args_raw.blob, FileBlob)
     assert profile_cache.entry_dir(run.inputs, options.cache_dir).is_dir(), "the entry was not written"

@@ -996,8 +996,13 @@ static int add_event(S *s, Out *o, Fields *f, cp ev_a, cp ev_e, cp base) {
         if (pc >= (1 << 21) || tc >= (1 << 21) || cat >= (1 << 21)) return BAIL; /* (millions of threads) */
         int32_t cc = ints_code(&o->combos, ((int64_t)cat << 42) | ((int64_t)pc << 21) | tc);
         if (cc < 0) return NOMEM;
-        if (PUT(&o->combo, cc) || PUT(&o->ext, f->ext) || PUT(&o->legacy, f->legacy) ||
-            PUT(&o->corr, f->corr) || PUT(&o->lrest, f->lrest))
+        /* the link ids as link_ids.piece_links gives them: External id, else external id, else NO_ID; the
+         * correlation, else NO_ID (an event left to the Python path, `lrest`, is decided there) */
+        int64_t ext = f->ext != ABSENT ? f->ext : f->legacy, corr = f->corr;
+        if (ext == ABSENT) ext = NO_ID;
+        if (corr == ABSENT) corr = NO_ID;
+        if (PUT(&o->combo, cc) || PUT(&o->ext, ext) || PUT(&o->legacy, f->legacy) || PUT(&o->corr, corr) ||
+            PUT(&o->lrest, f->lrest))
             return NOMEM;
         if (!o->copy) { /* the args' own range of the piece (none: an empty range) */
             a = e = (f->seen & F_ARGS) ? (int64_t)(f->args_a - base) : 0;

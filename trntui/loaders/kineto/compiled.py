@@ -13,17 +13,16 @@ Which path is in use: parser.py."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from trntui.loaders.kineto.columns import (
-    LINKING_CATS, NOT_PARSED, Combos, FCols, Part, XCols, _kinds, _own_args, combos_of, flow_ns, interval_ns,
+    LINKING_CATS, Combos, FCols, Part, XCols, _kinds, _own_args, flow_ns, interval_ns,
 )
 from trntui.loaders.kineto.link_ids import link_columns
-from trntui.loaders.kineto.schema import ABSENT, PH, list_decoder
+from trntui.loaders.kineto.schema import PH, list_decoder
 from trntui.model.args import ArgsStore
 from trntui.model.arrays import distinct
 from trntui.model.profile import NO_ID
@@ -45,7 +44,8 @@ def scan_text(piece: Any, copy: bool = True) -> Any:
 
 
 def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0, args: Any = None, at: int = 0) -> Part | None:
-    """The `Part` of a piece from `scan_text(piece)` (None: the piece needs the Python path). A scan that did not
+    """The `Part` of a piece from `scan_text(piece)` (None: the piece needs the Python path), its link ids always
+    read (`links`, which asks `columns.part_of` for them, is moot here: the scan has them). A scan that did not
     copy the args (`copy=False`) gave their ranges of the piece: the piece is bytes `at` on of the trace file that
     `args` (a `FileBlob`) reads, and the events' args are those ranges of the file."""
     if got is None:
@@ -87,10 +87,9 @@ def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0, args:
     else:
         store = x.args = ArgsStore(blob, np.frombuffer(as_b, np.int64), np.frombuffer(ae_b, np.int64))
     linking = not LINKING_CATS.isdisjoint(cat_u)
-    if links or linking:
-        x.links = _links(store, ext_b, legacy_b, corr_b, lrest_b)
-    else:
-        x.links = NOT_PARSED
+    # the link ids come with the scan (its columns as they are, but for the few events it left to msgspec), so a
+    # trace without rows that link has them too, at no cost (the Python path leaves them in the args until asked)
+    x.links = _links(store, ext_b, corr_b, lrest_b)
     p.linking = linking
     fmask = (ph == PH["s"]) | (ph == PH["f"])
     nf = len(fts_b) // 8
@@ -175,17 +174,15 @@ def _combos(combo_b: Any, combos_b: Any, pid: tuple[Any, np.ndarray], tid: tuple
     return c
 
 
-def _links(store: ArgsStore, ext_b: Any, legacy_b: Any, corr_b: Any, rest_b: Any) -> Any:
-    """`link_ids.piece_links` from the link ids the scanner read (top-level int keys); the events it left (`rest`:
-    floats, strings, nulls, duplicates, escaped keys, args that are not an object) decoded with msgspec, with the
-    same rules (None when one of them is not an int: the caller applies the exact rules to the whole column)."""
-    ext, legacy = np.frombuffer(ext_b, np.int64), np.frombuffer(legacy_b, np.int64)
-    ext = np.where(ext == ABSENT, legacy, ext)
-    corr = np.frombuffer(corr_b, np.int64).copy()
-    ext[ext == ABSENT] = NO_ID
-    corr[corr == ABSENT] = NO_ID
+def _links(store: ArgsStore, ext_b: Any, corr_b: Any, rest_b: Any) -> Any:
+    """`link_ids.piece_links` from the link ids the scanner read (top-level int keys; External id, else external id,
+    else NO_ID, as _scan.c writes them); the events it left (`rest`: floats, strings, nulls, duplicates, escaped
+    keys, args that are not an object) decoded with msgspec, with the same rules (None when one of them is not an
+    int: the caller applies the exact rules to the whole column)."""
+    ext, corr = np.frombuffer(ext_b, np.int64), np.frombuffer(corr_b, np.int64)
     rest = np.frombuffer(rest_b, np.bool_)
     if rest.any():
+        ext, corr = ext.copy(), corr.copy()
         idx = np.flatnonzero(rest)
         blob, starts, ends = store.blob, store.starts, store.ends
         sub = link_columns([blob[starts[i] : ends[i]] for i in idx.tolist()], None, fast_only=True)
