@@ -259,7 +259,7 @@ def test_input_shapes_read_in_batches_equal_the_per_event_ones(tmp_path: Path, m
     trace.write_text('{"traceEvents": [' + ",".join(texts) + "]}")
     profile = _load(trace)
     assert isinstance(profile.args_raw.blob, FileBlob)
-    monkeypatch.setattr(names, "_BATCH", 700)
+    monkeypatch.setattr(margs, "_BATCH", 700)  # (model/args.py `decoded_batches`)
     idx = np.arange(len(profile))[::-1]
     one_by_one = [names.input_shapes_of(profile, int(i)) for i in idx]
     assert names.input_shapes_many(profile, idx) == one_by_one

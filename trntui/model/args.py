@@ -402,7 +402,21 @@ class ArgsStore(Sequence):
 _EMPTY_ARGS = b"{}"
 
 _BATCH = 8192
-"""Events whose args `decoded_many` reads and decodes at once."""
+"""Events whose args `decoded_batches` reads and decodes at once."""
+
+
+def decoded_batches(store: ArgsStore, idx: np.ndarray, decoder: Any) -> Iterator[tuple[list[Any], Any]]:
+    """The raw args of the events `idx` (an `ArgsStore`'s), a batch at a time (`raw_many`: a window of the file at
+    a time where they were left in it), each with `decoder`'s decode of the batch joined into one JSON array (one
+    msgspec call), or None when the batch does not decode as a whole (an event's args damaged: the caller then
+    decodes that batch event by event)."""
+    for k in range(0, len(idx), _BATCH):
+        raws = raw_many(store, idx[k : k + _BATCH])
+        try:
+            values = decoder.decode(b"[" + b",".join(raws) + b"]")
+        except (ValueError, TypeError, RecursionError):  # (DecodeError and ValidationError are ValueErrors)
+            values = None
+        yield raws, values
 
 
 def decoded_many(store: Any, idx: np.ndarray) -> Iterator[dict[str, Any]]:
@@ -417,14 +431,8 @@ def decoded_many(store: Any, idx: np.ndarray) -> Iterator[dict[str, Any]]:
             yield {} if raw is None else raw if isinstance(raw, dict) else decode_args(raw)
         return
     decode_args(b"{}")  # (the decoder, made)
-    decoder = _decoders[0]
-    for k in range(0, len(idx), _BATCH):
-        raws = raw_many(store, idx[k : k + _BATCH])
-        try:
-            values = decoder.decode(b"[" + b",".join(raws) + b"]")
-        except (ValueError, TypeError, RecursionError):  # (msgspec.DecodeError is a ValueError)
-            values = [decode_args(r) for r in raws]
-        for v in values:
+    for raws, values in decoded_batches(store, idx, _decoders[0]):
+        for v in values if values is not None else map(decode_args, raws):
             yield v if isinstance(v, dict) else {"value": v}
 
 

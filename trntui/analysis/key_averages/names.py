@@ -87,15 +87,11 @@ def _shapes_text(args: dict[str, Any]) -> str:
     return str(parse_input_shapes(dims, args.get("Input type")))
 
 
-_BATCH = 8192
-"""Events whose args are decoded at once by `input_shapes_many` (one msgspec call per batch)."""
-
-
 def input_shapes_many(profile: Profile, idx: np.ndarray) -> list[str]:
     """`input_shapes_of` of every event of `idx`: the args of a batch of events read at once (`raw_many`: a
     window of the file at a time where they were left in it) and decoded in one call; a batch that does not
     decode as a whole (an event's args damaged) is decoded event by event, as `Profile.args` does."""
-    from trntui.model.args import ArgsStore, decode_args, raw_many
+    from trntui.model.args import ArgsStore, decode_args, decoded_batches
 
     store = profile.args_raw
     idx = np.asarray(idx, np.int64)
@@ -103,14 +99,11 @@ def input_shapes_many(profile: Profile, idx: np.ndarray) -> list[str]:
         return [input_shapes_of(profile, int(i)) for i in idx.tolist()]
     import msgspec
 
-    decoder = _shape_args_decoder()
     unset = msgspec.UNSET
     out: list[str] = []
-    for k in range(0, len(idx), _BATCH):
-        raws = raw_many(store, idx[k : k + _BATCH])
-        try:  # only the three keys are built (msgspec skips the others): as `args.get` reads them
-            got = decoder.decode(b"[" + b",".join(raws) + b"]")
-        except (ValueError, TypeError, RecursionError):  # (DecodeError and ValidationError are ValueErrors)
+    # only the three keys are built (msgspec skips the others): as `args.get` reads them
+    for raws, got in decoded_batches(store, idx, _shape_args_decoder()):
+        if got is None:
             out.extend(_shapes_text(decode_args(r)) for r in raws)
             continue
         for a in got:

@@ -27,20 +27,13 @@ from trntui.model.args import ArgsStore
 from trntui.model.arrays import distinct
 from trntui.model.profile import NO_ID
 
-from trntui.loaders.kineto.parser import _scan
+from trntui.loaders.kineto.chunks import scan_text  # (the compiled pass itself: `part_of_scan` reads its result)
 
 
 def part_of_text(piece: Any, links: bool = False, base: int = 0) -> Part | None:
     """`part_of(list_decoder.decode(b"[" + piece + b"]"), links, base)` from the piece's text in one compiled pass;
     None when the piece needs the Python path (see the module's text)."""
     return part_of_scan(scan_text(piece), piece, links, base)
-
-
-def scan_text(piece: Any, copy: bool = True) -> Any:
-    """The compiled pass over a piece's text (`_scan.scan`: no Python object per event, the GIL released, so
-    pieces can be scanned on other threads, chunks.py); `part_of_scan` turns its result into the `Part`.
-    `copy=False`: the args bytes are not copied, only their ranges of the piece kept (`part_of_scan`'s `args`)."""
-    return _scan.scan(piece, copy)
 
 
 def part_of_scan(got: Any, piece: Any, links: bool = False, base: int = 0, args: Any = None, at: int = 0) -> Part | None:
