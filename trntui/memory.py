@@ -65,7 +65,9 @@ estimate of 520 B a row: a budget just above it could be exceeded); rounded up t
 DEVICE_PROFILE_BYTES_PER_ROW = 360
 """Peak memory per row of a device profile read into a `Profile` (`trntui open`/`summary` on its directory: the
 typed columns, the event columns, the lane index), over `DEVICE_FIXED_BYTES`. Measured 449 MiB at 1M rows,
-750 MiB at 2M (~315 B a row); rounded up to stay above it."""
+750 MiB at 2M (~315 B a row); again on 2026-12-04 (`summary --no-cache` of tests/test_hostile_round3.py's export,
+both Kineto parsers): 170-176 / 279-281 / 413-415 MiB at 100k / 400k / 800k rows (~355 B a row, the estimate 234 /
+337 / 475 MiB); rounded up to stay above it."""
 
 _SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*\Z", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
