@@ -220,3 +220,25 @@ def test_bind_flows_walks_back_at_most_the_limit():
         out = np.full(3, -1, np.int64)
         bind(out, fts, *one, start, end, threads, ev_thread, kinds, order)
         assert out.tolist() == [-1, 0, 10]
+
+
+def test_bind_flows_with_nothing_to_bind():
+    """No events, no halves, halves on a thread without slices (only instants): every half unbound, on both paths."""
+    from trntui.loaders.kineto import flows
+    from trntui.model.profile import EventKind
+
+    e64 = np.zeros(0, np.int64)
+    one_thread = np.array([(1 << 32) + 1], np.int64)
+    cases = [
+        (e64, e64, e64, e64, e64, e64, np.zeros(0, np.uint8), np.zeros(0, np.int8), e64),  # nothing at all
+        (np.array([5, 6], np.int64), np.array([1, 1], np.int64), np.array([1, 1], np.int64), e64, e64, e64,
+         np.zeros(0, np.uint8), np.zeros(0, np.int8), e64),  # halves, no events
+        (np.array([5], np.int64), np.array([1], np.int64), np.array([1], np.int64), np.array([5], np.int64),
+         np.array([5], np.int64), one_thread, np.zeros(1, np.uint8), np.array([EventKind.INSTANT], np.int8),
+         np.zeros(1, np.int64)),  # its thread has an instant at the half's time, no slice
+    ]
+    for fts, fpid, ftid, start, end, threads, ev_thread, kinds, order in cases:
+        for bind in (flows._bind_compiled, flows._bind_numpy):
+            out = np.full(len(fts), -1, np.int64)
+            bind(out, fts, fpid, ftid, start, end, threads, ev_thread, kinds, order)
+            assert out.tolist() == [-1] * len(fts)
