@@ -26,8 +26,11 @@ from trntui.errors import TrntuiError
 from trntui.units import format_bytes
 
 FULL_LOAD_FACTOR = 2.4
-"""Peak memory of an in-memory load / uncompressed JSON size. Measured 1.8-1.9x in the parent plus the forked
-decoder child's private memory (~0.7x); rounded up."""
+"""Peak memory of an in-memory load / uncompressed JSON size. Measured again on 2026-12-04 (`summary`, peak RSS,
+without and with the cache entry written): the Python parser 2.13x / 2.36x on the 69 MB CPU trace (the
+interpreter's ~30 MB included) and 1.51x / 1.52x on the 401 MB 2M trace; the compiled parser 1.06x / 1.61x and
+0.97x / 1.28x (a load that writes the entry copies the args). Kept at the Python parser's worst, rounded up (when
+it was set, 1.8-1.9x in the parent plus a forked decoder child, since removed)."""
 
 STREAMED_BYTES_PER_EVENT = 260
 """Peak RAM per trace event of a streamed load (numeric columns, merge and sort temporaries)."""
