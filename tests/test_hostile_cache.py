@@ -5,7 +5,8 @@ checked after it: a trace replaced during a load is not cached (as the old or th
 with the same size and mtime is not served stale.
 Item 7: damaged or forged entries are a miss and are removed (never a traceback, a hang, a GB read, or a forged
 number shown); interrupted writes leave nothing behind (Ctrl-C, SIGTERM); temporary directories of writers that
-are gone are pruned; the forked decoder dies with its parent.
+are gone are pruned. (A forked decoder child, which had to die with its parent, is gone with the compiled
+builder: a load is one process.)
 All through the real CLI (`trntui summary`), in-process or in a child process.
 """
 
@@ -176,7 +177,7 @@ def test_forged_percentages_are_never_printed(tmp_path, cache_env, capsys) -> No
 
 
 # ------------------------------------------------------------------------------------------------------
-# item 7: interrupted writes, stale temporaries, the forked decoder
+# item 7: interrupted writes, stale temporaries
 # ------------------------------------------------------------------------------------------------------
 _SLOW_WRITE = """
 import os, sys, time

@@ -416,7 +416,7 @@ def prestart(request: "LoadRequest") -> Prestarted | None:
 
 
 def _kill(proc: "subprocess.Popen | Forked") -> None:
-    """Stop the loader and its decoder child (its own process group)."""
+    """Stop the loader (its own process group: whatever it started goes with it)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, OSError):
@@ -510,7 +510,7 @@ def open_for_app(
 
     stage(f"reading {request.run.name}")
     with reporting(progress):  # the worker's reporter: progress messages, and Cancelled once cancelled
-        # a run the cache takes is read by a loader process (two-process decode, as the CLI) and mapped
+        # a run the cache takes is read by a loader process (loaded as the CLI loads it) and mapped
         profile = load_run(request, progress, max_depth, started=started, prepare=prepare)
     check()
     prepared = early.get("profile") is profile  # shown early: its rows are built, its table came with it

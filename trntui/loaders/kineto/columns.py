@@ -13,14 +13,14 @@ from typing import Any, Callable
 import msgspec
 import numpy as np
 
-from trntui.loaders.kineto.link_ids import link_columns, piece_links, to_id
+from trntui.loaders.kineto.link_ids import piece_links, to_id
 from trntui.loaders.kineto.schema import (  # (clock_base: merge.py imports it from here)
-    MAX_NS, PH, Ev, clock_base, list_decoder, phase_codes,
+    MAX_NS, PH, Ev, clock_base, phase_codes,
 )
 from trntui.loaders.kineto.schema import args_of as _ARGS, cat_of as _CAT, dur_of as _DUR, id_of as _ID
 from trntui.loaders.kineto.schema import name_of as _NAME, pid_of as _PID, tid_of as _TID, ts_of as _TS
 from trntui.model import categories as C
-from trntui.model.args import ArgsStore, raw_many
+from trntui.model.args import ArgsStore
 from trntui.model.arrays import dense_codes
 from trntui.model.kernels import kernel
 from trntui.model.profile import NO_ID, EventKind
@@ -345,78 +345,6 @@ def part_of(events: list[Ev], links: bool = False, base: int = 0) -> Part:
     else:
         p.flows = None
     return p
-
-
-def part_of_raw(fields: list[Any], arrays: list[np.ndarray], linking: bool = False) -> Part:
-    """`part_of` of a piece the early decoder child reduced to plain per-event arrays without numpy
-    (early.py: `raw_piece` gives the layout), finished here with numpy: the same `Part`. `linking`: a row that
-    links was seen by then (link ids parsed now, as `part_of(events, links=True)` would)."""
-    n, base, m_json, be_json, (m, cat_u, name_u, pid_u, tid_u), flow_fields = fields
-    ph, ts, dur, pid, tid, cat_pos, name_pos, blob, lengths, *flow_arrays = arrays
-    p = Part()
-    p.n = n
-    p.m_events = list_decoder.decode(m_json)
-    p.n_m = len(p.m_events)
-    keep_mask = (ph == PH["X"]) | (ph == PH["i"]) | (ph == PH["I"])
-    p.n_x = int(np.count_nonzero(keep_mask))
-    x = p.x = XCols()
-    x.m = m
-    x.base = base
-    x.start, x.end, x.bad, x.n_neg = interval_ns(ts, dur, base)
-    x.kinds = _kinds(ph if p.n_x == n else ph[keep_mask])
-    x.cat = cat_u, _dense(cat_pos)
-    x.combos = combos_of(x.cat[1], _raw_ids(pid_u, pid), _raw_ids(tid_u, tid), len(cat_u))
-    x.name = name_u, _dense(name_pos)
-    offsets = np.zeros(m + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    x.args = ArgsStore(blob, offsets[:-1], offsets[1:])
-    p.linking = not LINKING_CATS.isdisjoint(cat_u)
-    x.links = piece_links(x.args, lambda: raw_many(x.args, np.arange(m))) if linking or p.linking else NOT_PARSED
-    p.be_events = list_decoder.decode(be_json)
-    p.n_be = len(p.be_events)
-    fmask = (ph == PH["s"]) | (ph == PH["f"])
-    p.n_sft = int(np.count_nonzero(fmask)) + int(np.count_nonzero(ph == PH["t"]))
-    p.flows = None
-    if flow_fields is not None:
-        nf, fcat_u, fpid_u, ftid_u, fid_u = flow_fields
-        fts, fpid, ftid, fid, fcat_pos = flow_arrays
-        f = p.flows = FCols()
-        f.n = nf
-        f.base = base
-        f.start, f.bad = flow_ns(fts, base)
-        f.pid, f.tid = _raw_ids(fpid_u, fpid), _raw_ids(ftid_u, ftid)
-        if fid_u is None:
-            keys = fid.copy()  # (a read-only view of the frame)
-        else:  # as `_f_cols`: numpy's conversion of every id, else `to_id` per distinct value
-            try:
-                table = np.fromiter(fid_u, np.int64, count=len(fid_u))
-            except (TypeError, ValueError, OverflowError):
-                table = np.fromiter(map(to_id, fid_u), np.int64, count=len(fid_u))
-            keys = table[_dense(fid)]
-        keys[(keys <= -(2**62)) | (keys >= 2**62)] = NO_ID
-        f.keys = keys
-        f.cat = fcat_u, _dense(fcat_pos)
-        f.ph = ph[fmask]
-    return p
-
-
-def _raw_ids(uniques: list[Any] | None, values: np.ndarray) -> Any:
-    """`_ids_part` of a raw piece's int-or-string column (`early._ids`): the int64 values, else what numpy makes of
-    the distinct values (the same for every event holding one): all converted, or (uniques, codes)."""
-    if uniques is None:
-        return values
-    codes = _dense(values)
-    try:
-        return np.fromiter(uniques, np.int64, count=len(uniques))[codes]
-    except (TypeError, ValueError, OverflowError):
-        return uniques, codes
-
-
-def parse_links(x: XCols) -> None:
-    """Parse the link ids a piece left in its args (`NOT_PARSED`: it was decoded before a row that links was
-    seen); its args must be in memory."""
-    if x.links is NOT_PARSED:
-        x.links = link_columns(raw_many(x.args, np.arange(x.m)), None, fast_only=True)
 
 
 def merge_ids(parts: list[Any], keep: np.ndarray | None, idmap: IdMap) -> np.ndarray:

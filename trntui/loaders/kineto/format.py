@@ -11,7 +11,7 @@ from trntui.loaders.discover import Run
 from trntui.loaders.kineto.discover import find_kineto_runs
 from trntui.loaders.protocol import LoadOptions
 
-if TYPE_CHECKING:  # (the model imports numpy: finding runs, and the early decoder child, do without it)
+if TYPE_CHECKING:  # (the model imports numpy: finding runs, and the first scans of a load (early.py), do without it)
     from trntui.model.builder import ProfileBuilder
 
 

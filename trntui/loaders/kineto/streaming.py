@@ -189,8 +189,8 @@ def _inflate(f: BinaryIO, out: BinaryIO, path: Path, budget: int | None = None) 
 class ArgsSpill:
     """Args bytes of a streamed load, on disk: `put` appends a chunk's blob, `concat` maps the file back.
 
-    The write position lives in a shared anonymous map, so a forked decoder appends to the same file: space is
-    reserved under the caller's lock, then written with `pwrite` at its own offset."""
+    The write position lives in an anonymous map (shared with a forked decoder when there was one; one process
+    appends now): space is reserved under the caller's lock, then written with `pwrite` at its own offset."""
 
     def __init__(self, scratch_dir: Path | None = None) -> None:
         self.file = _temp(scratch_dir)
