@@ -69,7 +69,7 @@ def _scan_links(store: ArgsStore) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     (floats, strings, nulls, duplicates, nested objects) goes to `rest`. Results equal `LinkArgs` decoded per
     event (`link_columns`), as the tests check on traces and generated args."""
     blob = store.blob
-    if not isinstance(blob, (bytes, bytearray, np.ndarray)):  # (an ndarray: a raw frame's bytes, wire.py)
+    if not isinstance(blob, (bytes, bytearray, np.ndarray)):  # (an ndarray: args bytes read back as an array)
         return None
     starts, ends = store.starts, store.ends
     n = len(starts)
