@@ -242,3 +242,29 @@ def test_bind_flows_with_nothing_to_bind():
             out = np.full(len(fts), -1, np.int64)
             bind(out, fts, fpid, ftid, start, end, threads, ev_thread, kinds, order)
             assert out.tolist() == [-1] * len(fts)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_sided_flows_counted_as_numpy_counts_them(seed, monkeypatch):
+    """`_count_one_sided`'s dense case: the compiled pass (touching only the slots the halves use) against the numpy
+    table (zeroed, filled, counted whole): flows with a start only, a finish only, both, repeated halves, several
+    categories, keys from 0 or from large offsets."""
+    from trntui.loaders.kineto import flows
+    from trntui.model.profile import Flows
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5000))
+    n_cat = int(rng.choice([1, 2, 5]))
+    fcat = rng.integers(0, n_cat, n).astype(rng.choice([np.int16, np.int64]))
+    lo = int(rng.choice([0, 1, 10**9]))
+    keys = lo + rng.integers(0, max(1, n // int(rng.choice([1, 2, 8]))), n).astype(np.int64)
+    role = np.where(rng.random(n) < rng.random(), Flows.START, Flows.FINISH).astype(np.int8)
+    got = flows._count_one_sided(fcat, keys, role)
+    monkeypatch.setattr(flows, "kernel", lambda: None)
+    want = flows._count_one_sided(fcat, keys, role)
+    assert got == want
+    # and an independent count: (cat, key) pairs whose roles are all one
+    roles: dict[tuple[int, int], set[int]] = {}
+    for c, k, r in zip(fcat.tolist(), keys.tolist(), role.tolist()):
+        roles.setdefault((c, k), set()).add(r)
+    assert got == sum(1 for r in roles.values() if len(r) == 1)

@@ -30,7 +30,14 @@
  * last one starting at or before the half's ts, then back from it, at most `limit` slices, the first that starts
  * exactly at ts or ends after it: out[i] = its event, else -1 (a half on a thread without slices too). Buffers:
  * int64 time_order, start, end, threads, fpid, ftid, fts (the halves' ts, ns), int8 kinds, ev_thread uint8, uint16
- * or int64 (each event's index among `threads`), int64 out (written wholly). */
+ * or int64 (each event's index among `threads`), int64 out (written wholly).
+ *
+ * one_sided(fcat, keys, role, start_role, slot_of_cat, lo, n_slots): loaders/kineto/flows.py
+ * `_count_one_sided`'s dense case in one pass: each half's (category, key) slot slot_of_cat[fcat] + key - lo, a
+ * byte per slot holding the roles seen (1: start_role, 2: any other); returns the slots seen with one role only.
+ * The numpy code zeroes, counts and compares the whole table; here only the slots the halves touch are read (the
+ * table comes from calloc: pages never touched are never faulted in). Buffers: fcat int16 or int64 (each
+ * in [0, len(slot_of_cat))), int64 keys and slot_of_cat, int8 role; a slot outside [0, n_slots) is a ValueError. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -323,6 +330,64 @@ done:
     return result;
 }
 
+static PyObject *one_sided(PyObject *self, PyObject *args) {
+    PyObject *a_cat, *a_keys, *a_role, *a_slot;
+    int start_role;
+    long long lo, n_slots;
+    if (!PyArg_ParseTuple(args, "OOOiOLL", &a_cat, &a_keys, &a_role, &start_role, &a_slot, &lo, &n_slots)) return NULL;
+    Py_buffer bc = {0}, bk = {0}, br = {0}, bs = {0};
+    PyObject *result = NULL;
+    uint8_t *seen = NULL;
+    if (PyObject_GetBuffer(a_cat, &bc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(a_keys, &bk, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(a_role, &br, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(a_slot, &bs, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    Py_ssize_t n = bk.len / 8, nc = bs.len / 8;
+    int width = (int)bc.itemsize;
+    if ((width != 2 && width != 8) || bc.len != n * width || br.len != n || bk.len % 8 || bs.len % 8 || n_slots < 0) {
+        PyErr_SetString(PyExc_ValueError, "one_sided: buffers of other lengths or types");
+        goto done;
+    }
+    seen = calloc((size_t)(n_slots > 0 ? n_slots : 1), 1);
+    if (!seen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *keys = bk.buf, *slot_of = bs.buf;
+    const int8_t *role = br.buf;
+    int64_t flows = 0, both = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = width == 2 ? ((const int16_t *)bc.buf)[i] : ((const int64_t *)bc.buf)[i];
+        if (c < 0 || c >= nc) {
+            bad = 1;
+            break;
+        }
+        int64_t at = (int64_t)((uint64_t)slot_of[c] + ((uint64_t)keys[i] - (uint64_t)lo));
+        if (at < 0 || at >= n_slots) {
+            bad = 1;
+            break;
+        }
+        uint8_t old = seen[at], now = old | (role[i] == start_role ? 1 : 2);
+        flows += old == 0;
+        both += now == 3 && old != 3;
+        seen[at] = now;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "one_sided: a category or slot out of range");
+    else
+        result = PyLong_FromLongLong((long long)(flows - both));
+done:
+    free(seen);
+    if (bc.obj) PyBuffer_Release(&bc);
+    if (bk.obj) PyBuffer_Release(&bk);
+    if (br.obj) PyBuffer_Release(&br);
+    if (bs.obj) PyBuffer_Release(&bs);
+    return result;
+}
+
 #ifdef HAVE_GATHER
 enum { G_OK = 0, G_ERRNO = 1, G_SHORT = 2, G_NOMEM = 3 };
 
@@ -440,6 +505,8 @@ static PyMethodDef methods[] = {
     {"bind_flows", bind_flows, METH_VARARGS,
      "bind_flows(time_order, kinds, complete, ev_thread, start, end, threads, fpid, ftid, fts, limit, out): see the "
      "source."},
+    {"one_sided", one_sided, METH_VARARGS,
+     "one_sided(fcat, keys, role, start_role, slot_of_cat, lo, n_slots): see the source."},
     {"times_ns", times_ns, METH_VARARGS, "times_ns(ts, dur, base, max_ns, start, end, bad): see the source."},
 #ifdef HAVE_GATHER
     {"gather_ranges", gather_ranges, METH_VARARGS, "gather_ranges(src_fd, starts, ends, dst_fd): see the source."},

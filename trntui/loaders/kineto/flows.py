@@ -148,6 +148,11 @@ def _count_one_sided(fcat: np.ndarray, keys: np.ndarray, role: np.ndarray) -> in
             # (1: start, 2: finish), no sort
             code = np.zeros(n_cat, np.int64)
             code[cats] = np.arange(len(cats)) * span
+            fast = kernel()
+            if fast is not None and fcat.dtype in (np.int16, np.int64):  # one pass over the halves (_kernels.c)
+                return int(fast.one_sided(np.ascontiguousarray(fcat), np.ascontiguousarray(keys, np.int64),
+                                          np.ascontiguousarray(role, np.int8), int(Flows.START), code, lo,
+                                          span * len(cats)))
             pair = code[fcat]
             pair += keys
             pair -= lo
