@@ -194,7 +194,7 @@ static inline int64_t code_at(const void *codes, int width, int64_t i) {
 }
 
 static PyObject *bind_flows(PyObject *self, PyObject *args) {
-    PyObject *objs[11];
+    PyObject *objs[10];
     int complete, limit;
     if (!PyArg_ParseTuple(args, "OOiOOOOOOOiO", &objs[0], &objs[1], &complete, &objs[2], &objs[3], &objs[4],
                           &objs[5], &objs[6], &objs[7], &objs[8], &limit, &objs[9]))
@@ -203,7 +203,7 @@ static PyObject *bind_flows(PyObject *self, PyObject *args) {
     Py_buffer b[10];
     int got = 0;
     PyObject *result = NULL;
-    int64_t *cnt = NULL, *off = NULL, *gs = NULL, *ge = NULL, *go = NULL, *last_q = NULL;
+    int64_t *cnt = NULL, *off = NULL, *gs = NULL, *ge = NULL, *go = NULL, *fill = NULL, *last_a = NULL, *last_q = NULL;
     for (; got < 10; got++) {
         int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 9 ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(objs[got], &b[got], flags) < 0) goto done;
@@ -262,14 +262,15 @@ static PyObject *bind_flows(PyObject *self, PyObject *args) {
     gs = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
     ge = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
     go = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
+    fill = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(int64_t));
+    last_a = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(int64_t));
     last_q = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(int64_t));
-    if (!gs || !ge || !go || !last_q) {
+    if (!gs || !ge || !go || !fill || !last_a || !last_q) {
         PyErr_NoMemory();
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    int64_t *fill = cnt; /* (reused: each thread's next slot) */
-    for (Py_ssize_t t = 0; t < nt; t++) fill[t] = cnt[t] ? off[t] : -1;
+    for (Py_ssize_t t = 0; t < nt; t++) fill[t] = cnt[t] ? off[t] : -1; /* each thread's next slot, -1: no halves */
     for (Py_ssize_t j = 0; j < m; j++) {
         int64_t ev = order[j];
         if (kinds[ev] != complete) continue;
@@ -281,10 +282,9 @@ static PyObject *bind_flows(PyObject *self, PyObject *args) {
         go[at] = ev;
         fill[t] = at + 1;
     }
-    for (Py_ssize_t t = 0; t < nt; t++) fill[t] = -1; /* (reused again: `last_a` below, -1: no search yet) */
     /* per thread, the previous half's search (halves mostly come in time order: a search then starts from the
      * previous one's place and gallops forward, its probes near each other in memory, not log2(slices) apart) */
-    int64_t *last_a = fill;
+    for (Py_ssize_t t = 0; t < nt; t++) last_a[t] = -1; /* (-1: no search yet) */
     for (Py_ssize_t i = 0; i < nf; i++) {
         int64_t t = out[i];
         out[i] = -1;
@@ -326,6 +326,8 @@ done:
     free(gs);
     free(ge);
     free(go);
+    free(fill);
+    free(last_a);
     free(last_q);
     return result;
 }
